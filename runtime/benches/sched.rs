@@ -1,0 +1,2 @@
+//! Policy micro-benchmark (filled in with the policy).
+fn main() {}

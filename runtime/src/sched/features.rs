@@ -1,0 +1,299 @@
+//! Scheduler feature switches, like the kernel's `sched_features`.
+//!
+//! Owns: the list of switches (the policy's, from EEVDF.md §14, and the
+//! runtime's own), their 6.17 defaults, and the kernel's text syntax
+//! (`NO_DELAY_DEQUEUE,RUN_TO_PARITY`). Must not: decide anything; the policy
+//! (`sched::rq`) and the runtime (`worker`, `wake`) read these bits.
+
+use crate::error::Error;
+use std::fmt;
+
+macro_rules! features {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, default $default:literal, source $source:literal; )*) => {
+        /// One scheduler feature switch.
+        ///
+        /// The kernel's switches keep their kernel names; the runtime's own
+        /// switches say so in their documentation and in [`Feature::source`].
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum Feature {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Feature {
+            /// Every feature, in display order.
+            pub const ALL: &'static [Feature] = &[ $( Feature::$variant, )* ];
+
+            /// The feature's name in `sched_features` syntax (`DELAY_DEQUEUE`).
+            pub const fn name(self) -> &'static str {
+                match self { $( Feature::$variant => $name, )* }
+            }
+
+            /// Whether the feature is on by default (6.17 defaults for kernel switches).
+            pub const fn default_enabled(self) -> bool {
+                match self { $( Feature::$variant => $default, )* }
+            }
+
+            /// Where the switch comes from: a kernel version or discussion, or "runtime".
+            pub const fn source(self) -> &'static str {
+                match self { $( Feature::$variant => $source, )* }
+            }
+        }
+    };
+}
+
+features! {
+    /// Preserve lag across sleep and migration (EEVDF.md §7.2).
+    PlaceLag = "PLACE_LAG", default true, source "kernel 6.6+";
+    /// A newborn task's first deadline is half a slice away (§7.2).
+    PlaceDeadlineInitial = "PLACE_DEADLINE_INITIAL", default true, source "kernel 6.6+";
+    /// Non-sleep dequeues (migration, attribute changes) keep the remaining request (§8.2).
+    PlaceRelDeadline = "PLACE_REL_DEADLINE", default true, source "kernel 6.12+";
+    /// Slice protection: the running task keeps the worker until its protection horizon (§6.3).
+    RunToParity = "RUN_TO_PARITY", default true, source "kernel 6.6+, 6.17 vprot";
+    /// A waking task with a strictly shorter slice bypasses the current task's protection (§9).
+    PreemptShort = "PREEMPT_SHORT", default true, source "kernel 6.12+";
+    /// Wakeups make the wakee the next-buddy (§6.4).
+    NextBuddy = "NEXT_BUDDY", default false, source "kernel";
+    /// The pick honours an eligible next-buddy (§6.4).
+    PickBuddy = "PICK_BUDDY", default true, source "kernel 6.14+";
+    /// The next-buddy counts as cache-hot when balancing (§13).
+    CacheHotBuddy = "CACHE_HOT_BUDDY", default true, source "kernel";
+    /// Tasks that block while ineligible stay queued until picked (§8.3).
+    DelayDequeue = "DELAY_DEQUEUE", default true, source "kernel 6.12+";
+    /// Clip positive lag to zero when a delayed dequeue ends or a delayed task wakes (§8.3).
+    DelayZero = "DELAY_ZERO", default true, source "kernel 6.12+";
+    /// Wakeups may preempt the running task at all (§9).
+    WakeupPreemption = "WAKEUP_PREEMPTION", default true, source "kernel";
+    /// Reschedule a running task that is no longer eligible at the tick and at
+    /// wakeup, even while protected ("Reschedule the cfs_rq when current is
+    /// ineligible", BACKGROUND.md §3). Not merged upstream; off by default.
+    TickEligible = "TICK_ELIGIBLE", default false, source "proposed patch, 2024";
+    /// Remote wakeups to an idle worker go through its lock-free wakelist
+    /// instead of taking its run-queue lock (§11.2).
+    TtwuQueue = "TTWU_QUEUE", default true, source "kernel";
+    /// Runtime's own: wakeups of delayed tasks also go through the owner's
+    /// wakelist instead of being done inline under its lock (proposed for
+    /// the kernel in 2025, BACKGROUND.md §1).
+    TtwuQueueDelayed = "TTWU_QUEUE_DELAYED", default false, source "runtime (proposed kernel switch)";
+    /// Runtime's own: wake placement may move a wakee to an idle worker
+    /// (prev, recently used, bounded bitmap scan; §12). Off: wake where it slept.
+    WakeIdle = "WAKE_IDLE", default true, source "runtime (select_idle_sibling)";
+    /// Runtime's own: an idle worker pulls one task from the busiest worker (§13).
+    NewidleBalance = "NEWIDLE_BALANCE", default true, source "runtime (sched_balance_newidle)";
+    /// Runtime's own: a green thread spawned from a green thread starts on
+    /// its parent's worker. Off: on the idlest worker, like the kernel's fork
+    /// balancing (BACKGROUND.md §4).
+    SpawnLocal = "SPAWN_LOCAL", default true, source "runtime (BACKGROUND.md §4)";
+}
+
+impl Feature {
+    /// Looks a feature up by its `sched_features` name (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Feature> {
+        Feature::ALL
+            .iter()
+            .copied()
+            .find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+
+    const fn bit(self) -> u32 {
+        1 << (self as u8)
+    }
+}
+
+impl fmt::Display for Feature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A set of feature switches.
+///
+/// `Display` prints every feature in `sched_features` syntax, comma
+/// separated, so that the output parses back with [`Features::parse`].
+///
+/// ```
+/// use eevdf_rt::sched::{Feature, Features};
+/// let f = Features::parse("NO_DELAY_DEQUEUE,TICK_ELIGIBLE").unwrap();
+/// assert!(!f.is_enabled(Feature::DelayDequeue));
+/// assert!(f.is_enabled(Feature::TickEligible));
+/// assert!(f.to_string().contains("NO_DELAY_DEQUEUE"));
+/// assert_eq!(Features::parse(&f.to_string()).unwrap(), f);
+/// assert!(Features::parse("NO_SUCH_THING").is_err());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Features {
+    bits: u32,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        let mut bits = 0;
+        for f in Feature::ALL {
+            if f.default_enabled() {
+                bits |= f.bit();
+            }
+        }
+        Features { bits }
+    }
+}
+
+impl Features {
+    /// The default set (6.17 defaults for kernel switches).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether `f` is on.
+    #[inline]
+    pub const fn is_enabled(self, f: Feature) -> bool {
+        self.bits & f.bit() != 0
+    }
+
+    /// Turns `f` on or off.
+    pub fn set(&mut self, f: Feature, on: bool) {
+        if on {
+            self.bits |= f.bit();
+        } else {
+            self.bits &= !f.bit();
+        }
+    }
+
+    /// Returns a copy with `f` set to `on`.
+    pub fn with(mut self, f: Feature, on: bool) -> Self {
+        self.set(f, on);
+        self
+    }
+
+    /// Applies a `sched_features`-style list on top of this set: names
+    /// separated by commas or whitespace, each `NAME` (on) or `NO_NAME`
+    /// (off). Nothing is changed if any name is unknown.
+    pub fn apply(&mut self, spec: &str) -> Result<(), Error> {
+        let mut next = *self;
+        for word in spec
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|w| !w.is_empty())
+        {
+            let (name, on) = match word.get(..3) {
+                Some(p) if p.eq_ignore_ascii_case("NO_") && Feature::from_name(word).is_none() => {
+                    (&word[3..], false)
+                }
+                _ => (word, true),
+            };
+            let f = Feature::from_name(name).ok_or_else(|| Error::UnknownFeature {
+                name: name.to_string(),
+                valid: Feature::ALL.iter().map(|f| f.name()).collect(),
+            })?;
+            next.set(f, on);
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// The default set with `spec` applied (see [`Features::apply`]).
+    pub fn parse(spec: &str) -> Result<Self, Error> {
+        let mut f = Features::default();
+        f.apply(spec)?;
+        Ok(f)
+    }
+
+    /// Only the switches that differ from the defaults, in `sched_features`
+    /// syntax (`"NO_DELAY_DEQUEUE,TICK_ELIGIBLE"`), or `"default"`.
+    pub fn diff_from_default(self) -> String {
+        let d = Features::default();
+        let parts: Vec<String> = Feature::ALL
+            .iter()
+            .filter(|f| self.is_enabled(**f) != d.is_enabled(**f))
+            .map(|f| {
+                if self.is_enabled(*f) {
+                    f.name().to_string()
+                } else {
+                    format!("NO_{}", f.name())
+                }
+            })
+            .collect();
+        if parts.is_empty() {
+            "default".to_string()
+        } else {
+            parts.join(",")
+        }
+    }
+}
+
+impl std::str::FromStr for Features {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Features::parse(s)
+    }
+}
+
+impl fmt::Display for Features {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for feat in Feature::ALL {
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if !self.is_enabled(*feat) {
+                f.write_str("NO_")?;
+            }
+            f.write_str(feat.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Features {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Features({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_6_17() {
+        let f = Features::default();
+        for on in [
+            Feature::PlaceLag,
+            Feature::PlaceDeadlineInitial,
+            Feature::PlaceRelDeadline,
+            Feature::RunToParity,
+            Feature::PreemptShort,
+            Feature::PickBuddy,
+            Feature::DelayDequeue,
+            Feature::DelayZero,
+            Feature::WakeupPreemption,
+            Feature::TtwuQueue,
+        ] {
+            assert!(f.is_enabled(on), "{on}");
+        }
+        assert!(!f.is_enabled(Feature::NextBuddy));
+        assert!(!f.is_enabled(Feature::TickEligible));
+        assert_eq!(f.diff_from_default(), "default");
+    }
+
+    #[test]
+    fn parse_round_trips_and_rejects_unknown() {
+        let f = Features::parse("NO_RUN_TO_PARITY, tick_eligible").unwrap();
+        assert!(!f.is_enabled(Feature::RunToParity));
+        assert!(f.is_enabled(Feature::TickEligible));
+        assert_eq!(f.diff_from_default(), "NO_RUN_TO_PARITY,TICK_ELIGIBLE");
+        assert_eq!(f.to_string().parse::<Features>().unwrap(), f);
+        let err = Features::parse("RUN_TO_PARITY,BOGUS").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("BOGUS") && msg.contains("DELAY_DEQUEUE"), "{msg}");
+        assert!(Features::parse("NO_").is_err());
+        assert_eq!(Features::parse("").unwrap(), Features::default());
+    }
+
+    #[test]
+    fn apply_is_atomic() {
+        let mut f = Features::default();
+        assert!(f.apply("NO_DELAY_DEQUEUE,NOPE").is_err());
+        assert_eq!(f, Features::default());
+    }
+}

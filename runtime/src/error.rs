@@ -40,6 +40,11 @@ pub enum Error {
     /// `Runtime::block_on` was called from inside a green thread, which would
     /// block the worker it runs on.
     NestedBlockOn,
+    /// A call that acts on the current green thread was made outside one.
+    NotGreenThread {
+        /// The function that was called.
+        call: &'static str,
+    },
     /// An operating-system call failed while building the runtime.
     Os {
         /// What the runtime was doing.
@@ -79,6 +84,9 @@ impl fmt::Display for Error {
                 "Runtime::block_on called from inside a green thread: it would block a worker; \
                  call the closure directly or spawn it and join the handle"
             ),
+            Error::NotGreenThread { call } => {
+                write!(f, "{call} must be called from inside a green thread")
+            }
             Error::Os { context, message } => write!(f, "{context}: {message}"),
         }
     }

@@ -1,8 +1,75 @@
 //! eevdf-rt: an M:N green-thread runtime scheduled by the Linux kernel's EEVDF policy.
-#![forbid(unsafe_op_in_unsafe_fn)]
+//!
+//! Many stackful green threads run on a few worker OS threads, one pinned
+//! per core. Each worker orders its green threads by EEVDF — earliest
+//! eligible virtual deadline first, with weights from nice levels,
+//! per-task slices, lag, slice protection, delayed dequeue and
+//! wakelist-style remote wakeups — exactly as the kernel's fair class does,
+//! and every mechanism is a switch ([`sched::Feature`]).
+//!
+//! ```
+//! use std::time::Duration;
+//! let rt = eevdf_rt::Builder::new().workers(2).build()?;
+//! let answer = rt.block_on(|| {
+//!     // a latency-sensitive handler: a short slice preempts batch work at wakeup
+//!     let handler = eevdf_rt::task::Builder::new()
+//!         .slice(Duration::from_micros(100))
+//!         .spawn(|| 42)
+//!         .unwrap();
+//!     // batch work at a lower weight
+//!     let batch = eevdf_rt::task::Builder::new().nice(10).spawn(|| {
+//!         for _ in 0..1000 { eevdf_rt::preempt_point(); }
+//!     }).unwrap();
+//!     batch.join().unwrap();
+//!     handler.join().unwrap()
+//! });
+//! assert_eq!(answer, 42);
+//! # Ok::<(), eevdf_rt::Error>(())
+//! ```
+//!
+//! # Layers
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`sched`] | the pure EEVDF policy (no threads, atomics, unsafe or clocks) |
+//! | `context` | stacks and stack switching (corosensei) |
+//! | `task` | the task control block and its wake-protocol state |
+//! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
+//! | `wake` | try-to-wake-up, placement, newidle balance |
+//! | `time` | the clock, timers, the ticker |
+//! | [`Stats`] | schedstat-like counters |
+//!
+//! # Rules for green threads
+//!
+//! * Preemption is cooperative: long CPU loops must call [`preempt_point`].
+//! * Do not hold a reference into a `thread_local!` across a call that can
+//!   block, yield or preempt: the green thread may resume on another worker
+//!   thread. Pin a task ([`task::Builder::pin`]) if it must stay on one.
+//! * Closures are `Send + 'static`, like `std::thread::spawn`.
+//! * Linux only.
 #![warn(missing_docs)]
+#![cfg(target_os = "linux")]
 
+mod context;
 pub mod error;
+mod loom;
+mod runtime;
 pub mod sched;
+mod stats;
+mod sys;
+pub mod task;
+mod time;
+mod wake;
+mod worker;
 
+pub use context::live_stacks;
 pub use error::Error;
+pub use runtime::api::{
+    current, in_green_thread, preempt_point, set_nice, set_slice, sleep, sleep_until, spawn,
+    try_current, yield_now,
+};
+pub use runtime::join::{Cancelled, JoinHandle};
+pub use runtime::{Builder, Runtime};
+pub use stats::{Stats, WorkerStats};
+pub use task::Task;
+pub use worker::mask::MAX_WORKERS;

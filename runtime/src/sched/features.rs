@@ -159,6 +159,18 @@ impl Features {
         }
     }
 
+    /// The raw bit set (for storing in an atomic).
+    pub const fn bits(self) -> u32 {
+        self.bits
+    }
+
+    /// A set from [`Features::bits`] (unknown bits are dropped).
+    pub const fn from_bits(bits: u32) -> Self {
+        Features {
+            bits: bits & ((1u32 << Feature::ALL.len()) - 1),
+        }
+    }
+
     /// Returns a copy with `f` set to `on`.
     pub fn with(mut self, f: Feature, on: bool) -> Self {
         self.set(f, on);

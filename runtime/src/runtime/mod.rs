@@ -1,0 +1,278 @@
+//! The runtime: building it, spawning onto it from any thread, running a
+//! closure to completion on it, statistics, live feature switches, and
+//! shutdown.
+//!
+//! Owns: [`Runtime`] and [`Builder`], the shared state ([`shared`]), the
+//! task registry, spawning and joining, and the free functions a green
+//! thread calls (`spawn`, `yield_now`, `sleep`, `preempt_point`, …, in
+//! [`api`]). Must not: contain scheduling policy or the wake protocol.
+
+pub(crate) mod api;
+pub(crate) mod builder;
+pub(crate) mod join;
+pub(crate) mod registry;
+pub(crate) mod shared;
+pub(crate) mod spawn;
+
+pub use builder::Builder;
+use shared::Shared;
+
+use crate::error::Error;
+use crate::sched::{Features, RunQueue};
+use crate::stats::{Stats, WorkerStats};
+use crate::task::builder::SpawnOpts;
+use crate::task::state::DEAD;
+use crate::time::ticker;
+use crate::worker::tls;
+use join::JoinHandle;
+use parking_lot::Mutex;
+use std::io;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle as ThreadHandle;
+
+struct Threads {
+    workers: Vec<ThreadHandle<()>>,
+    ticker: Option<ThreadHandle<()>>,
+}
+
+/// A running eevdf-rt runtime: worker threads, each scheduling its green
+/// threads with EEVDF.
+///
+/// Dropping it shuts it down (see [`Runtime::shutdown`]).
+///
+/// ```
+/// let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
+/// assert_eq!(rt.block_on(|| 40 + 2), 42);
+/// let h = rt.spawn(|| (0..10u64).sum::<u64>());
+/// assert_eq!(h.join().unwrap(), 45);
+/// rt.set_features("NO_TTWU_QUEUE").unwrap();
+/// assert!(rt.features().contains("NO_TTWU_QUEUE"));
+/// println!("{}", rt.stats());
+/// rt.shutdown();
+/// ```
+pub struct Runtime {
+    shared: Arc<Shared>,
+    threads: Mutex<Option<Threads>>,
+}
+
+impl Runtime {
+    fn from_parts(shared: Arc<Shared>, workers: Vec<ThreadHandle<()>>, ticker: Option<ThreadHandle<()>>) -> Self {
+        Runtime {
+            shared,
+            threads: Mutex::new(Some(Threads { workers, ticker })),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// A runtime with the default configuration (see [`Builder::new`]).
+    pub fn new() -> Result<Runtime, Error> {
+        Builder::new().build()
+    }
+
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.shared.workers.len()
+    }
+
+    /// Runs `f` as a green thread and blocks the calling OS thread until it
+    /// returns; a panic in `f` resumes on the caller.
+    ///
+    /// # Panics
+    /// If called from inside a green thread (it would block a worker: call
+    /// `f` directly, or spawn it and join), or if the runtime is shut down.
+    pub fn block_on<F, T>(&self, f: F) -> T
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if tls::current().is_some() {
+            panic!("{}", Error::NestedBlockOn);
+        }
+        match self.spawn(f).join() {
+            Ok(v) => v,
+            Err(p) => resume_unwind(p),
+        }
+    }
+
+    /// Spawns `f` as a green thread, from any thread.
+    ///
+    /// # Panics
+    /// If the runtime is shut down (use [`try_spawn`](Self::try_spawn) to get an error instead).
+    pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.try_spawn(f) {
+            Ok(h) => h,
+            Err(e) => panic!("Runtime::spawn: {e}"),
+        }
+    }
+
+    /// Spawns `f` as a green thread; an error if the runtime is shut down or
+    /// a stack cannot be allocated.
+    pub fn try_spawn<F, T>(&self, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        spawn::spawn_green(&self.shared, SpawnOpts::default_opts(), f)
+    }
+
+    /// A snapshot of every worker's counters.
+    pub fn stats(&self) -> Stats {
+        let workers = self
+            .shared
+            .workers
+            .iter()
+            .map(|w| {
+                let mut s: WorkerStats = w.stats.snapshot();
+                let c = w.lock().q.counters();
+                s.resched_slice = c.resched_slice;
+                s.resched_protection = c.resched_protection;
+                s.resched_ineligible = c.resched_ineligible;
+                s.protection_shortened = c.protection_shortened;
+                s
+            })
+            .collect();
+        Stats {
+            workers,
+            external: self.shared.external.snapshot(),
+        }
+    }
+
+    /// Applies `spec` (`sched_features` syntax, e.g. `"NO_TTWU_QUEUE"`) on
+    /// top of the current features, on every worker. Tasks already delayed
+    /// are finished normally even if DELAY_DEQUEUE is now off. An unknown
+    /// name changes nothing and is an error.
+    pub fn set_features(&self, spec: &str) -> Result<(), Error> {
+        let mut f = self.shared.features();
+        f.apply(spec)?;
+        self.shared.store_features(f);
+        for w in self.shared.workers.iter() {
+            w.lock().q.set_features(f);
+        }
+        Ok(())
+    }
+
+    /// The current feature set in `sched_features` syntax (every switch, `NO_` for off).
+    pub fn features(&self) -> String {
+        self.shared.features().to_string()
+    }
+
+    /// The current feature set.
+    pub fn feature_set(&self) -> Features {
+        self.shared.features()
+    }
+
+    /// Green threads that have been spawned and not yet exited.
+    pub fn live_tasks(&self) -> usize {
+        self.shared.registry.len()
+    }
+
+    /// Stops the runtime: workers finish the switch they are in and stop,
+    /// then every green thread that has not finished (blocked or runnable)
+    /// is unwound — its destructors run, its joiners get
+    /// `Err(`[`Cancelled`](crate::Cancelled)`)` — and all stacks are freed.
+    /// Idempotent; also done on drop.
+    ///
+    /// A green thread that never reaches a preemption point keeps its
+    /// worker (and this call) waiting: preemption is cooperative.
+    ///
+    /// # Panics
+    /// If called from one of this runtime's own green threads (it would wait
+    /// for its own worker). Dropping the runtime there instead finishes the
+    /// shutdown on a background thread.
+    pub fn shutdown(&self) {
+        if wake_on_own_worker(&self.shared) {
+            panic!("Runtime::shutdown called from one of its own green threads");
+        }
+        let Some(threads) = self.threads.lock().take() else {
+            return;
+        };
+        finish_shutdown(self.shared.clone(), threads);
+    }
+}
+
+fn wake_on_own_worker(sh: &Shared) -> bool {
+    crate::wake::waker_index(sh).is_some()
+}
+
+fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
+    sh.shutdown.store(true, Ordering::Release);
+    ticker::stop(&sh);
+    for w in sh.workers.iter() {
+        w.idle().kick();
+    }
+    for t in threads.workers {
+        let _ = t.join();
+    }
+    if let Some(t) = threads.ticker {
+        let _ = t.join();
+    }
+    // Every worker has stopped: nothing else can resume a context now.
+    let tasks = sh.registry.drain();
+    for t in &tasks {
+        let _g = t.st.lock_wake();
+        t.cancelled.store(true, Ordering::Relaxed);
+        t.st.set_state(DEAD);
+    }
+    for t in &tasks {
+        // SAFETY: all workers are joined, so no thread can be resuming this
+        // context; the registry gave us the task exclusively.
+        let ctx = unsafe { t.context_mut() }.take();
+        if let Some(mut ctx) = ctx {
+            tls::set_current(Arc::as_ptr(t));
+            // A destructor that panics must not stop the cleanup of the rest.
+            let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
+            tls::set_current(std::ptr::null());
+            drop(ctx);
+        }
+    }
+    drop(tasks);
+    for w in sh.workers.iter() {
+        let mut rq = w.lock();
+        let params = rq.q.params();
+        let features = rq.q.features();
+        let old = std::mem::replace(&mut rq.q, RunQueue::new(params, features));
+        rq.timers.clear();
+        rq.stacks.clear();
+        drop(rq);
+        drop(old);
+        for t in w.wakelist.take_all() {
+            drop(t);
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let Some(threads) = self.threads.lock().take() else {
+            return;
+        };
+        if wake_on_own_worker(&self.shared) {
+            // Cannot join our own worker: let a helper thread finish.
+            let sh = self.shared.clone();
+            sh.shutdown.store(true, Ordering::Release);
+            let _ = std::thread::Builder::new()
+                .name("eevdf-shutdown".into())
+                .spawn(move || finish_shutdown(sh, threads));
+        } else {
+            finish_shutdown(self.shared.clone(), threads);
+        }
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workers", &self.workers())
+            .field("features", &self.shared.features().diff_from_default())
+            .finish()
+    }
+}

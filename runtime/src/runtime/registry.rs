@@ -1,0 +1,94 @@
+//! The registry of live tasks.
+//!
+//! Owns: one strong reference to every task from spawn to exit, sharded by
+//! the spawning worker so spawns on different workers never share a lock.
+//! It exists for shutdown: blocked tasks are reachable from nowhere else
+//! (their wakers hold them in wait queues that may themselves live on
+//! blocked stacks), and shutdown must unwind and free them. Must not: be
+//! used on the switch path.
+
+use crate::task::TaskRef;
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
+
+struct Slab {
+    entries: Vec<Option<TaskRef>>,
+    free: Vec<u32>,
+}
+
+/// Sharded slab of live tasks.
+pub(crate) struct Registry {
+    shards: Box<[CachePadded<Mutex<Slab>>]>,
+}
+
+impl Registry {
+    pub(crate) fn new(shards: usize) -> Self {
+        Registry {
+            shards: (0..shards.max(1))
+                .map(|_| {
+                    CachePadded::new(Mutex::new(Slab {
+                        entries: Vec::new(),
+                        free: Vec::new(),
+                    }))
+                })
+                .collect(),
+        }
+    }
+
+    /// Registers `task` in shard `shard` and records its key in the task.
+    pub(crate) fn insert(&self, shard: usize, task: &TaskRef) {
+        let shard = shard % self.shards.len();
+        let mut s = self.shards[shard].lock();
+        let index = match s.free.pop() {
+            Some(i) => {
+                s.entries[i as usize] = Some(task.clone());
+                i
+            }
+            None => {
+                s.entries.push(Some(task.clone()));
+                (s.entries.len() - 1) as u32
+            }
+        };
+        task.reg_key
+            .store(((shard as u64) << 32) | index as u64, Ordering::Relaxed);
+    }
+
+    /// Removes `task` (at exit). Returns the registry's reference.
+    pub(crate) fn remove(&self, task: &TaskRef) -> Option<TaskRef> {
+        let key = task.reg_key.swap(u64::MAX, Ordering::Relaxed);
+        if key == u64::MAX {
+            return None;
+        }
+        let (shard, index) = ((key >> 32) as usize, (key & 0xffff_ffff) as u32);
+        let mut s = self.shards[shard].lock();
+        let t = s.entries[index as usize].take();
+        s.free.push(index);
+        t
+    }
+
+    /// Takes every registered task (shutdown).
+    pub(crate) fn drain(&self) -> Vec<TaskRef> {
+        let mut out = Vec::new();
+        for shard in self.shards.iter() {
+            let mut s = shard.lock();
+            out.extend(s.entries.drain(..).flatten());
+            s.free.clear();
+        }
+        for t in &out {
+            t.reg_key.store(u64::MAX, Ordering::Relaxed);
+        }
+        out
+    }
+
+    /// Number of live tasks.
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                let s = s.lock();
+                s.entries.len() - s.free.len()
+            })
+            .sum()
+    }
+}

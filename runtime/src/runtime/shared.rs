@@ -1,0 +1,102 @@
+//! State shared by every worker of one runtime.
+//!
+//! Owns: the workers, the idle-worker bitmap, the configuration, the live
+//! feature switches, the task registry, the shutdown flag, the ticker's
+//! futex word and the external statistics row. Must not: run anything.
+
+use super::registry::Registry;
+use crate::sched::{Feature, Features};
+use crate::stats::Counters;
+use crate::worker::mask::AtomicMask;
+use crate::worker::Worker;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Validated configuration of a runtime.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) workers: usize,
+    pub(crate) pin_workers: bool,
+    pub(crate) stack_size: usize,
+    pub(crate) base_slice: u64,
+    pub(crate) tick: Duration,
+    pub(crate) idle_spin: Duration,
+    pub(crate) stack_pool: usize,
+    pub(crate) name: String,
+}
+
+/// The runtime's shared state.
+pub(crate) struct Shared {
+    pub(crate) workers: Box<[Worker]>,
+    /// Workers that are idle (polling or parked).
+    pub(crate) idle_mask: AtomicMask,
+    pub(crate) config: Config,
+    features: AtomicU32,
+    pub(crate) registry: Registry,
+    pub(crate) shutdown: AtomicBool,
+    /// The ticker's state (`ticker::RUNNING` / `ticker::PARKED` / `ticker::STOP`).
+    pub(crate) ticker_state: AtomicU32,
+    /// The ticker's futex word: bumped to wake it (see `time::ticker`).
+    pub(crate) ticker_seq: AtomicU32,
+    /// When the ticker plans to wake next (ns).
+    pub(crate) ticker_deadline: AtomicU64,
+    pub(crate) external: Counters,
+    next_task_id: AtomicU64,
+    /// Round-robin cursor for spawns from outside the runtime.
+    pub(crate) spawn_cursor: AtomicUsize,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config, features: Features, workers: Box<[Worker]>) -> Self {
+        Shared {
+            registry: Registry::new(workers.len()),
+            workers,
+            idle_mask: AtomicMask::new(),
+            config,
+            features: AtomicU32::new(features.bits()),
+            shutdown: AtomicBool::new(false),
+            ticker_state: AtomicU32::new(0),
+            ticker_seq: AtomicU32::new(0),
+            ticker_deadline: AtomicU64::new(0),
+            external: Counters::new(),
+            next_task_id: AtomicU64::new(1),
+            spawn_cursor: AtomicUsize::new(0),
+        }
+    }
+
+    /// The live feature set.
+    #[inline]
+    pub(crate) fn features(&self) -> Features {
+        Features::from_bits(self.features.load(Ordering::Relaxed))
+    }
+
+    /// Whether one feature is on.
+    #[inline]
+    pub(crate) fn feature(&self, f: Feature) -> bool {
+        self.features().is_enabled(f)
+    }
+
+    /// Replaces the live feature set (each worker's run queue is updated by the caller).
+    pub(crate) fn store_features(&self, f: Features) {
+        self.features.store(f.bits(), Ordering::Relaxed);
+    }
+
+    /// A fresh task id.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_task_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether shutdown has begun.
+    #[inline]
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Whether `i` looks idle for placement: marked idle, nothing queued,
+    /// no pending wakelist (the kernel's `available_idle_cpu`).
+    #[inline]
+    pub(crate) fn available_idle(&self, i: usize) -> bool {
+        let w = &self.workers[i];
+        self.idle_mask.contains(i) && w.nr_running() == 0 && w.wakelist.is_empty()
+    }
+}

@@ -1,0 +1,115 @@
+//! Spawning green threads.
+//!
+//! Owns: building a task (entity, control block, context on a pooled
+//! stack, result packet), registering it, and placing it: enqueued directly
+//! on the spawner's own worker (SPAWN_LOCAL) under its lock, or handed to
+//! another worker's wakelist and kicked. Must not: wait for the task.
+
+use super::join::{JoinHandle, Packet, PacketGuard};
+use super::shared::Shared;
+use crate::context::GreenContext;
+use crate::error::Error;
+use crate::sched::{EnqueueFlags, Entity, WakeFlags};
+use crate::stats::Counter;
+use crate::task::builder::SpawnOpts;
+use crate::task::state::QUEUED;
+use crate::task::tcb::activation;
+use crate::task::{TaskRef, Tcb};
+use crate::time::clock;
+use crate::wake::{self, placement};
+use crate::worker::{tls, RESCHED};
+use std::io;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The runtime of the calling green thread.
+pub(crate) fn current_shared() -> Option<Arc<Shared>> {
+    tls::current().map(|t| t.shared.clone())
+}
+
+/// Spawns `f` as a green thread on `sh`.
+pub(crate) fn spawn_green<F, T>(sh: &Arc<Shared>, opts: SpawnOpts, f: F) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    if sh.is_shutdown() {
+        return Err(io::Error::other(Error::Shutdown));
+    }
+    let mask = opts.mask(sh.workers.len())?;
+    let entity = Entity::new(opts.nice)?.with_slice(opts.slice)?;
+    let here = wake::waker_index(sh);
+    let target = placement::select_spawn_worker(sh, &mask, here);
+    let tcb: TaskRef = Arc::new(Tcb::new(
+        sh.next_id(),
+        opts.name,
+        sh.clone(),
+        entity,
+        mask,
+        target,
+    ));
+    let packet = Arc::new(Packet::new());
+    let body = green_body(f, PacketGuard::new(packet.clone()));
+    let stack_size = opts.stack_size.unwrap_or(sh.config.stack_size);
+    let handle = JoinHandle::new(packet, tcb.clone());
+
+    if Some(target) == here {
+        // Local: one lock for the stack and the enqueue.
+        let w = &sh.workers[target];
+        let now = clock::now();
+        let mut rq = w.lock();
+        let stack = rq.stacks.get(stack_size)?;
+        tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
+        sh.registry.insert(target, &tcb);
+        let entity = tcb.entity.lock().take().expect("new task has its entity");
+        let slot = rq.q.enqueue(entity, tcb.clone(), EnqueueFlags::INITIAL, now);
+        tcb.set_slot(slot);
+        tcb.st.set_on_rq(QUEUED);
+        let preempt = rq.q.wakeup_preempt(slot, WakeFlags::FORK, now);
+        w.publish_nr_running(&rq);
+        drop(rq);
+        if preempt {
+            w.set_flags(RESCHED);
+        }
+        w.stats.inc(Counter::spawned_local);
+    } else {
+        let stack = {
+            let from = &sh.workers[here.unwrap_or(target)];
+            let mut rq = from.lock();
+            rq.stacks.get(stack_size)?
+        };
+        tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
+        sh.registry.insert(here.unwrap_or(target), &tcb);
+        tcb.activation.store(activation::NEW, Ordering::Relaxed);
+        let w = &sh.workers[target];
+        w.wakelist.push(tcb.clone());
+        wake::count(sh, here, Counter::spawned_remote);
+        if w.idle().kick() {
+            wake::count(sh, here, Counter::kicks);
+        }
+    }
+    Ok(handle)
+}
+
+/// The code a green thread runs: the user's closure, with its panic caught
+/// and its result delivered to the join packet.
+fn green_body<F, T>(f: F, guard: PacketGuard<T>) -> impl FnOnce() + Send + 'static
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    move || {
+        let result = catch_unwind(AssertUnwindSafe(f));
+        if let Err(payload) = result {
+            // A forced unwind (shutdown) must keep unwinding to the
+            // coroutine's root; the guard then reports `Cancelled`.
+            if tls::current().is_some_and(|t| t.cancelled.load(Ordering::Relaxed)) {
+                resume_unwind(payload);
+            }
+            guard.complete(Err(payload));
+        } else {
+            guard.complete(result);
+        }
+    }
+}

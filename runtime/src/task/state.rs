@@ -1,0 +1,171 @@
+//! A task's wake-protocol state: `state`, `on_rq`, `on_cpu` and the wake lock.
+//!
+//! Owns: the atomics the try-to-wake-up protocol (EEVDF.md §11, DESIGN.md
+//! "Waking a task") and the block path agree on, and the orderings that make
+//! "no lost wakeup, no double enqueue" true. Must not: touch run queues
+//! (the `wake` and `worker` modules do, under their locks).
+//!
+//! # The three words
+//!
+//! * `state` — what the task wants: `RUNNING`, `BLOCKED` (it asked to sleep),
+//!   `WAKING` (a waker has claimed it and will enqueue it), `DEAD`.
+//! * `on_rq` — whether a run queue accounts for it: `QUEUED` (runnable,
+//!   running, or *delayed*), `NOT_QUEUED`, or `MIGRATING` (a balancer is
+//!   moving it between queues).
+//! * `on_cpu` — its stack is live on a worker: set when a worker resumes it,
+//!   cleared (`Release`) by that worker once the context is saved and the
+//!   block/yield has been accounted.
+//!
+//! # Rules
+//!
+//! 1. Only the task itself moves `RUNNING → BLOCKED`, with a `SeqCst` store,
+//!    *before* checking its wait condition with a `SeqCst` load; a waker
+//!    publishes the condition, then reads `state` with `SeqCst`
+//!    ([`TaskState::is_blocked`]). In the single total order of `SeqCst`
+//!    operations, either the task sees the condition and does not sleep, or
+//!    the waker sees `BLOCKED` and wakes it.
+//! 2. Wakers serialise on the per-task wake lock (the kernel's `pi_lock`)
+//!    for the whole wake. Under it, a waker that sees `BLOCKED` either finds
+//!    the task still queued (`ttwu_runnable`: it sets `RUNNING` under the
+//!    queue's lock) or finds it off every queue, sets `WAKING`, and becomes
+//!    the only thread allowed to enqueue it.
+//! 3. The worker turns a block into a dequeue only under its run-queue lock
+//!    and only if `state` is still `BLOCKED`; it publishes `on_rq =
+//!    NOT_QUEUED` with `Release` (the task's saved entity happens-before),
+//!    which a waker reads with `Acquire` after reading `state`.
+//! 4. A waker that found the task off the queues waits for `on_cpu == false`
+//!    (`Acquire`) before handing the task to another worker, unless it
+//!    can hand it to the very worker that is switching it out (wakelist).
+
+use crate::loom::{spin_hint, AtomicBool, AtomicU8, Ordering};
+
+/// `state`: running or runnable.
+pub(crate) const RUNNING: u8 = 0;
+/// `state`: asked to sleep.
+pub(crate) const BLOCKED: u8 = 1;
+/// `state`: claimed by a waker that will enqueue it.
+pub(crate) const WAKING: u8 = 2;
+/// `state`: exited.
+pub(crate) const DEAD: u8 = 3;
+
+/// `on_rq`: not accounted by any run queue.
+pub(crate) const NOT_QUEUED: u8 = 0;
+/// `on_rq`: queued (including running and delayed).
+pub(crate) const QUEUED: u8 = 1;
+/// `on_rq`: being moved between run queues.
+pub(crate) const MIGRATING: u8 = 2;
+
+/// The wake-protocol words of one task.
+pub(crate) struct TaskState {
+    state: AtomicU8,
+    on_rq: AtomicU8,
+    on_cpu: AtomicBool,
+    wake_lock: AtomicBool,
+}
+
+impl TaskState {
+    /// A new task: `RUNNING`, not yet queued, not on a CPU.
+    pub(crate) fn new() -> Self {
+        TaskState {
+            state: AtomicU8::new(RUNNING),
+            on_rq: AtomicU8::new(NOT_QUEUED),
+            on_cpu: AtomicBool::new(false),
+            wake_lock: AtomicBool::new(false),
+        }
+    }
+
+    // ---- the task itself -------------------------------------------------
+
+    /// Rule 1: announce the intent to sleep before checking the condition.
+    #[inline]
+    pub(crate) fn set_blocked(&self) {
+        self.state.store(BLOCKED, Ordering::SeqCst);
+    }
+
+    /// The condition already holds: do not sleep. (A waker that saw
+    /// `BLOCKED` in between may still run `ttwu_runnable`; it only sets
+    /// `RUNNING` again, which is harmless.)
+    #[inline]
+    pub(crate) fn set_running(&self) {
+        self.state.store(RUNNING, Ordering::Relaxed);
+    }
+
+    // ---- wakers ----------------------------------------------------------
+
+    /// Rule 1, waker side: `SeqCst` read after publishing the condition.
+    #[inline]
+    pub(crate) fn is_blocked(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == BLOCKED
+    }
+
+    /// Rule 2: serialise with other wakers of this task.
+    pub(crate) fn lock_wake(&self) -> WakeGuard<'_> {
+        loop {
+            if self
+                .wake_lock
+                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return WakeGuard { st: self };
+            }
+            while self.wake_lock.load(Ordering::Relaxed) {
+                spin_hint();
+            }
+        }
+    }
+
+    /// The current `state` (`Acquire`: reads of `on_rq` that follow are ordered after it).
+    #[inline]
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Sets `state` (under the wake lock or the run-queue lock, per the rules).
+    #[inline]
+    pub(crate) fn set_state(&self, s: u8) {
+        self.state.store(s, Ordering::Release);
+    }
+
+    /// `on_rq` (`Acquire`: pairs with the worker's `Release` publication).
+    #[inline]
+    pub(crate) fn on_rq(&self) -> u8 {
+        self.on_rq.load(Ordering::Acquire)
+    }
+
+    /// Publishes `on_rq` (`Release`: everything written to the task before,
+    /// e.g. its saved entity, is visible to whoever reads the new value).
+    #[inline]
+    pub(crate) fn set_on_rq(&self, v: u8) {
+        self.on_rq.store(v, Ordering::Release);
+    }
+
+    /// `on_cpu` (`Acquire`).
+    #[inline]
+    pub(crate) fn on_cpu(&self) -> bool {
+        self.on_cpu.load(Ordering::Acquire)
+    }
+
+    /// Sets `on_cpu` (`Release` when clearing: the saved context is published).
+    #[inline]
+    pub(crate) fn set_on_cpu(&self, v: bool) {
+        self.on_cpu.store(v, Ordering::Release);
+    }
+
+    /// Rule 4: wait until the task's context is saved.
+    pub(crate) fn wait_off_cpu(&self) {
+        while self.on_cpu.load(Ordering::Acquire) {
+            spin_hint();
+        }
+    }
+}
+
+/// Holds a task's wake lock.
+pub(crate) struct WakeGuard<'a> {
+    st: &'a TaskState,
+}
+
+impl Drop for WakeGuard<'_> {
+    fn drop(&mut self) {
+        self.st.wake_lock.store(false, Ordering::Release);
+    }
+}

@@ -1,0 +1,223 @@
+//! The task control block (TCB) of one green thread.
+//!
+//! Owns: everything the runtime keeps per green thread — identity, the
+//! wake-protocol words ([`TaskState`]), the worker it belongs to, its
+//! scheduling entity while it is off every run queue, its affinity, its
+//! stackful context and suspend handle, its timer sequence, and its
+//! wakelist link. Must not: make scheduling decisions; the `worker` and
+//! `wake` modules move a task between states under the rules of
+//! `task::state`.
+//!
+//! # Who may touch what
+//!
+//! * `entity` — the sleeping task's EEVDF state (lag, weight, slice,
+//!   relative deadline). Written by the worker that dequeues the task, taken
+//!   by whoever enqueues it next: the waker that claimed it (`WAKING`) or the
+//!   worker draining its wakelist. The mutex is never contended by
+//!   construction; it makes the hand-over obviously sound.
+//! * `slot` — the task's slot in its worker's run queue; read and written
+//!   only under that worker's run-queue lock.
+//! * `context` — resumed only by the worker that made the task current (see
+//!   [`ContextCell`]).
+
+use crate::context::{GreenContext, SuspendSlot};
+use crate::runtime::shared::Shared;
+use crate::sched::{Entity, Slot};
+use crate::task::state::TaskState;
+use crate::worker::mask::WorkerMask;
+use crate::worker::wakelist::Linked;
+use parking_lot::Mutex;
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicI8, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+/// A strong reference to a task control block.
+pub(crate) type TaskRef = Arc<Tcb>;
+
+/// What the worker draining a wakelist must do with a task (`activation`).
+pub(crate) mod activation {
+    /// An ordinary wakeup.
+    pub(crate) const WAKE: u8 = 0;
+    /// The first enqueue of a new task.
+    pub(crate) const NEW: u8 = 1;
+    /// Bit: the wake moved the task to another worker.
+    pub(crate) const MIGRATED: u8 = 2;
+}
+
+/// Sentinel for "no slot".
+const NO_SLOT: u32 = u32::MAX;
+
+/// The task control block.
+pub(crate) struct Tcb {
+    /// Unique id (per process).
+    pub(crate) id: u64,
+    name: Option<Box<str>>,
+    /// The runtime the task belongs to.
+    pub(crate) shared: Arc<Shared>,
+    /// Wake-protocol words.
+    pub(crate) st: TaskState,
+    /// The worker whose run queue holds the task, or held it last.
+    pub(crate) cpu: AtomicU32,
+    /// The worker it ran on before its last migration (`recent_used_cpu`).
+    pub(crate) recent_cpu: AtomicU32,
+    /// What a wakelist consumer must do (see [`activation`]).
+    pub(crate) activation: AtomicU8,
+    link: AtomicPtr<Tcb>,
+    slot: AtomicU32,
+    /// The EEVDF entity while the task is off every run queue.
+    pub(crate) entity: Mutex<Option<Entity>>,
+    /// Workers it may run on.
+    pub(crate) affinity: WorkerMask,
+    nice: AtomicI8,
+    slice_ns: AtomicU64,
+    context: ContextCell,
+    /// The running green thread's way back to its worker.
+    pub(crate) suspend: SuspendSlot,
+    timer_seq: AtomicU64,
+    /// A forced unwind (shutdown) is in progress: panics must propagate.
+    pub(crate) cancelled: AtomicBool,
+    /// Registry key (shard << 32 | index), for removal at exit.
+    pub(crate) reg_key: AtomicU64,
+}
+
+impl Linked for Tcb {
+    fn link(&self) -> &AtomicPtr<Tcb> {
+        &self.link
+    }
+}
+
+impl Tcb {
+    /// A new task that has no context yet (see [`Tcb::install_context`]).
+    pub(crate) fn new(
+        id: u64,
+        name: Option<Box<str>>,
+        shared: Arc<Shared>,
+        entity: Entity,
+        affinity: WorkerMask,
+        cpu: usize,
+    ) -> Self {
+        let nice = entity.nice() as i8;
+        let slice = if entity.has_custom_slice() {
+            entity.slice()
+        } else {
+            0
+        };
+        Tcb {
+            id,
+            name,
+            shared,
+            st: TaskState::new(),
+            cpu: AtomicU32::new(cpu as u32),
+            recent_cpu: AtomicU32::new(cpu as u32),
+            activation: AtomicU8::new(activation::NEW),
+            link: AtomicPtr::new(std::ptr::null_mut()),
+            slot: AtomicU32::new(NO_SLOT),
+            entity: Mutex::new(Some(entity)),
+            affinity,
+            nice: AtomicI8::new(nice),
+            slice_ns: AtomicU64::new(slice),
+            context: ContextCell(UnsafeCell::new(None)),
+            suspend: SuspendSlot::new(),
+            timer_seq: AtomicU64::new(0),
+            cancelled: AtomicBool::new(false),
+            reg_key: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// The task's name, if it was given one.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The worker index the task belongs to.
+    #[inline]
+    pub(crate) fn cpu(&self) -> usize {
+        self.cpu.load(Ordering::Relaxed) as usize
+    }
+
+    /// The run-queue slot. Only meaningful under the owning worker's
+    /// run-queue lock while the task is queued there.
+    #[inline]
+    pub(crate) fn slot(&self) -> Slot {
+        let s = self.slot.load(Ordering::Relaxed);
+        debug_assert_ne!(s, NO_SLOT, "task {} has no slot", self.id);
+        Slot(s)
+    }
+
+    /// Records the run-queue slot (under the owning run-queue lock).
+    #[inline]
+    pub(crate) fn set_slot(&self, slot: Slot) {
+        self.slot.store(slot.0, Ordering::Relaxed);
+    }
+
+    /// Nice level (a mirror of the entity's, for lock-free reads).
+    pub(crate) fn nice(&self) -> i32 {
+        self.nice.load(Ordering::Relaxed) as i32
+    }
+
+    /// Custom slice in ns, or 0 for the base slice (a mirror, for reads).
+    pub(crate) fn custom_slice(&self) -> u64 {
+        self.slice_ns.load(Ordering::Relaxed)
+    }
+
+    /// Updates the mirrors after a nice/slice change.
+    pub(crate) fn set_mirrors(&self, nice: i32, custom_slice: Option<u64>) {
+        self.nice.store(nice as i8, Ordering::Relaxed);
+        self.slice_ns
+            .store(custom_slice.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// The current timer sequence (an armed timer with another sequence is stale).
+    #[inline]
+    pub(crate) fn timer_seq(&self) -> u64 {
+        self.timer_seq.load(Ordering::Relaxed)
+    }
+
+    /// Invalidates armed timers (the task stopped waiting for them).
+    #[inline]
+    pub(crate) fn bump_timer_seq(&self) {
+        self.timer_seq.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Installs the green context before the task is published to any
+    /// worker (spawn). Panics if one is already installed.
+    pub(crate) fn install_context(&self, ctx: GreenContext) {
+        // SAFETY: called once, by the spawner, before the task is reachable
+        // from any run queue or wakelist, so nobody else can access it.
+        let cell = unsafe { &mut *self.context.0.get() };
+        assert!(cell.is_none(), "context installed twice");
+        *cell = Some(ctx);
+    }
+
+    /// The green context, for the worker that runs the task.
+    ///
+    /// # Safety
+    /// The caller must be the worker on which this task is current (it made
+    /// it current under its run-queue lock and has not switched it out), or
+    /// hold the task exclusively (shutdown after all workers stopped).
+    #[inline]
+    pub(crate) unsafe fn context_mut(&self) -> &mut Option<GreenContext> {
+        // SAFETY: exclusivity is the caller's contract (see above).
+        unsafe { &mut *self.context.0.get() }
+    }
+}
+
+/// A task's green context, accessed only by the worker currently running
+/// the task (or, at shutdown, by the thread unwinding it after every worker
+/// has stopped).
+struct ContextCell(UnsafeCell<Option<GreenContext>>);
+
+// SAFETY: access is exclusive by the run-queue protocol (a task is current
+// on at most one worker, and `on_cpu` keeps other workers from resuming it
+// until its context is saved); `GreenContext` is `Send`.
+unsafe impl Sync for ContextCell {}
+
+impl std::fmt::Debug for Tcb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tcb")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("cpu", &self.cpu())
+            .finish()
+    }
+}

@@ -1,0 +1,165 @@
+//! The ticker: one thread that delivers ticks and due timers to busy workers.
+//!
+//! Owns: the tick period and the "someone must look at this worker's
+//! timers" duty for workers that are running green threads. Every period it
+//! sets `TICK` on each running worker; whenever a running worker's earliest
+//! timer is due it sets `TIMER`. The worker's next preemption point sees the
+//! flag (one relaxed load when nothing is pending) and acts: charge and
+//! apply the policy's tick rules, or switch so the scheduler fires the
+//! timers. The ticker sleeps until the earlier of the next tick and the
+//! earliest timer of any running worker, with 1 ns timer slack, so a sleep
+//! on a busy worker ends within a few µs of its deadline plus the distance
+//! to the next preemption point. Idle workers handle their own timers
+//! (polling, or a futex timeout while parked). When every worker is parked
+//! the ticker parks too; the first worker to unpark wakes it. Must not:
+//! touch run queues.
+//!
+//! # Two Dekker pairs
+//!
+//! * Timer arming: the ticker publishes its planned wake time
+//!   (`ticker_deadline`, `SeqCst`) and then re-reads every running worker's
+//!   `next_timer`; a worker publishes `next_timer` (`SeqCst`, when it arms
+//!   a timer) and, before resuming a task, reads `ticker_deadline`: if its
+//!   timer is earlier it pokes the ticker (`ticker_seq += 1`, futex wake).
+//!   Either the ticker's re-read sees the timer or the worker sees the new
+//!   plan; the ticker waits on `ticker_seq` with the value it read before
+//!   scanning, so a poke that lands before it sleeps is not lost.
+//! * Parking: the ticker moves `ticker_state` to `PARKED` and then checks
+//!   that every worker is parked; a worker stores `RUNNING` after its futex
+//!   sleep and then reads `ticker_state`.
+
+use crate::runtime::shared::Shared;
+use crate::time::clock;
+use crate::worker::idle::{self, futex};
+use crate::worker::{TICK, TIMER};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Ticker state: ticking.
+pub(crate) const RUNNING: u32 = 0;
+/// Ticker state: parked until a worker unparks.
+pub(crate) const PARKED: u32 = 1;
+/// Ticker state: exit.
+pub(crate) const STOP: u32 = 2;
+
+/// The earliest timer of a running worker, setting `TIMER` on workers whose
+/// timer is already due at `now`.
+fn scan_timers(sh: &Shared, now: u64) -> u64 {
+    let mut earliest = u64::MAX;
+    for w in sh.workers.iter() {
+        if w.idle().get() != idle::RUNNING {
+            continue;
+        }
+        let t = w.next_timer.load(Ordering::SeqCst);
+        if t <= now {
+            w.set_flags(TIMER);
+        } else {
+            earliest = earliest.min(t);
+        }
+    }
+    earliest
+}
+
+/// The ticker thread's body.
+pub(crate) fn ticker_main(sh: Arc<Shared>) {
+    let period = sh.config.tick.as_nanos() as u64;
+    let mut next_tick = clock::now() + period;
+    let mut idle_ticks = 0u32;
+    loop {
+        let seq = sh.ticker_seq.load(Ordering::SeqCst);
+        if sh.ticker_state.load(Ordering::SeqCst) == STOP {
+            return;
+        }
+        let now = clock::now();
+        if now >= next_tick {
+            next_tick = now + period;
+            let mut busy = 0;
+            for w in sh.workers.iter() {
+                match w.idle().get() {
+                    idle::RUNNING => {
+                        w.set_flags(TICK);
+                        busy += 1;
+                    }
+                    idle::POLLING => busy += 1,
+                    _ => {}
+                }
+            }
+            idle_ticks = if busy == 0 { idle_ticks + 1 } else { 0 };
+            if idle_ticks >= 2 {
+                idle_ticks = 0;
+                park(&sh, seq);
+                next_tick = clock::now() + period;
+                continue;
+            }
+        }
+        let mut wake_at = next_tick.min(scan_timers(&sh, now));
+        loop {
+            sh.ticker_deadline.store(wake_at, Ordering::SeqCst);
+            let again = next_tick.min(scan_timers(&sh, now));
+            if again >= wake_at {
+                break;
+            }
+            wake_at = again;
+        }
+        let now = clock::now();
+        if wake_at > now {
+            futex::wait(
+                &sh.ticker_seq,
+                seq,
+                Some(Duration::from_nanos(wake_at - now)),
+            );
+        }
+    }
+}
+
+/// Parks the ticker while every worker is parked.
+fn park(sh: &Shared, seq: u32) {
+    if sh
+        .ticker_state
+        .compare_exchange(RUNNING, PARKED, Ordering::SeqCst, Ordering::Relaxed)
+        .is_err()
+    {
+        return; // STOP
+    }
+    sh.ticker_deadline.store(u64::MAX, Ordering::SeqCst);
+    if sh.workers.iter().all(|w| w.idle().get() == idle::PARKED) {
+        futex::wait(&sh.ticker_seq, seq, None);
+    }
+    let _ = sh
+        .ticker_state
+        .compare_exchange(PARKED, RUNNING, Ordering::SeqCst, Ordering::Relaxed);
+}
+
+/// Wakes the ticker so it re-plans (a timer earlier than its plan, or stop).
+pub(crate) fn poke(sh: &Shared) {
+    sh.ticker_seq.fetch_add(1, Ordering::SeqCst);
+    futex::wake(&sh.ticker_seq);
+}
+
+/// Called by a worker after it returns from a futex park.
+pub(crate) fn worker_unparked(sh: &Shared) {
+    if sh.ticker_state.load(Ordering::SeqCst) == PARKED
+        && sh
+            .ticker_state
+            .compare_exchange(PARKED, RUNNING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    {
+        poke(sh);
+    }
+}
+
+/// Called by a worker before it resumes a task: make sure the ticker will
+/// wake up for this worker's earliest timer.
+#[inline]
+pub(crate) fn check_deadline(sh: &Shared, next_timer: u64) {
+    if next_timer < sh.ticker_deadline.load(Ordering::SeqCst) {
+        poke(sh);
+    }
+}
+
+/// Stops the ticker.
+pub(crate) fn stop(sh: &Shared) {
+    sh.ticker_state.store(STOP, Ordering::SeqCst);
+    poke(sh);
+}

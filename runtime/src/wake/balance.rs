@@ -1,0 +1,96 @@
+//! Newidle balance: an idle worker pulls one task from the busiest worker.
+//!
+//! Owns: the minimal faithful version of EEVDF.md §13 — find the worker
+//! with the most queued tasks (at least two), lock both run queues in index
+//! order, ask the policy for a task that may move (`steal_candidate`: not
+//! running, not delayed, eligible, not cache-hot within 500 µs unless
+//! balancing keeps failing, allowed on this worker), and migrate it with
+//! its lag and relative deadline (dequeue without SLEEP, enqueue MIGRATED).
+//! Must not: move pinned tasks, delayed tasks, or the running task.
+
+use crate::runtime::shared::Shared;
+use crate::sched::{Dequeue, DequeueFlags, EnqueueFlags, WakeFlags};
+use crate::stats::Counter;
+use crate::worker::Worker;
+use parking_lot::MutexGuard;
+use std::sync::atomic::Ordering;
+
+/// Failed attempts after which cache-hot and ineligible tasks may be moved
+/// too (the kernel's `cache_nice_tries` escalation).
+const CACHE_NICE_TRIES: u32 = 2;
+
+/// The busiest other worker with at least two queued tasks, if any.
+pub(crate) fn busiest(sh: &Shared, me: usize) -> Option<usize> {
+    let mut best = None;
+    let mut best_n = 1;
+    for (i, w) in sh.workers.iter().enumerate() {
+        if i == me {
+            continue;
+        }
+        let n = w.nr_running();
+        if n > best_n {
+            best_n = n;
+            best = Some(i);
+        }
+    }
+    best
+}
+
+/// Tries to pull one task onto `w` (which holds no lock). Returns whether
+/// one was moved. `failures` counts consecutive failed attempts.
+pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, failures: &mut u32) -> bool {
+    let Some(src_i) = busiest(sh, w.index) else {
+        return false;
+    };
+    let src = &sh.workers[src_i];
+    let (mut dst_rq, mut src_rq) = lock_pair(w, src);
+    let balance_failed = *failures >= CACHE_NICE_TRIES;
+    let dst_busy = dst_rq.q.nr_queued() > 0;
+    let me = w.index;
+    let Some(slot) = src_rq
+        .q
+        .steal_candidate(now, dst_busy, balance_failed, |t| t.affinity.contains(me))
+    else {
+        *failures = failures.saturating_add(1);
+        return false;
+    };
+    let Dequeue::Removed(entity, task) = src_rq.q.dequeue(slot, DequeueFlags::NONE, now) else {
+        unreachable!("steal_candidate never returns a delayed task")
+    };
+    src.publish_nr_running(&src_rq);
+    drop(src_rq);
+    task.recent_cpu.store(src_i as u32, Ordering::Relaxed);
+    task.cpu.store(me as u32, Ordering::Relaxed);
+    let t = task.clone();
+    let new_slot = dst_rq.q.enqueue(entity, task, EnqueueFlags::MIGRATED, now);
+    t.set_slot(new_slot);
+    if dst_rq.q.curr() != Some(new_slot) {
+        dst_rq.q.wakeup_preempt(new_slot, WakeFlags::NONE, now);
+    }
+    w.publish_nr_running(&dst_rq);
+    *failures = 0;
+    w.stats.inc(Counter::steals);
+    w.stats.inc(Counter::migrations);
+    true
+}
+
+/// Locks two workers' run queues in index order (the global lock order);
+/// returns `(a's, b's)` guards.
+pub(crate) fn lock_pair<'a>(
+    a: &'a Worker,
+    b: &'a Worker,
+) -> (
+    MutexGuard<'a, crate::worker::Rq>,
+    MutexGuard<'a, crate::worker::Rq>,
+) {
+    debug_assert_ne!(a.index, b.index);
+    if a.index < b.index {
+        let ga = a.lock();
+        let gb = b.lock();
+        (ga, gb)
+    } else {
+        let gb = b.lock();
+        let ga = a.lock();
+        (ga, gb)
+    }
+}

@@ -1,0 +1,259 @@
+//! Waking tasks: the runtime's `try_to_wake_up`.
+//!
+//! Owns: the wake protocol of DESIGN.md ("Waking a task") and EEVDF.md §11
+//! — serialise wakers on the task, un-delay a still-queued task in place
+//! (`ttwu_runnable`), otherwise claim it (`WAKING`), choose a worker
+//! (`placement`), and either push it on that worker's wakelist and kick it
+//! if parked, or enqueue it inline under that worker's lock
+//! (`ttwu_queue_cond`); plus `activate`, the enqueue both paths end in, and
+//! newidle balancing (`balance`). Must not: switch (a waker that made its
+//! own worker's current task reschedulable only sets the flag; the public
+//! API honours it at its next preemption point, after releasing its locks).
+//!
+//! # Stats attribution
+//!
+//! Wake counters are charged to the *waker's* worker (single-writer
+//! counters); wakers outside the runtime use the shared external row.
+
+pub(crate) mod balance;
+pub(crate) mod placement;
+pub(crate) mod waiter;
+
+use crate::runtime::shared::Shared;
+use crate::sched::{EnqueueFlags, Feature, WakeFlags};
+use crate::stats::Counter;
+use crate::task::state::{BLOCKED, NOT_QUEUED, QUEUED, RUNNING, WAKING};
+use crate::task::tcb::activation;
+use crate::task::{TaskRef, Tcb};
+use crate::time::clock;
+use crate::worker::{tls, Rq, Worker, RESCHED};
+
+/// The waker's worker index if this thread is a worker of `sh`.
+#[inline]
+pub(crate) fn waker_index(sh: &Shared) -> Option<usize> {
+    match tls::worker() {
+        Some((s, i)) if std::ptr::eq(s, sh) => Some(i),
+        _ => None,
+    }
+}
+
+/// Charges `c` to the waker: its worker's row, or the external row.
+#[inline]
+pub(crate) fn count(sh: &Shared, waker: Option<usize>, c: Counter) {
+    match waker {
+        Some(i) => sh.workers[i].stats.inc(c),
+        None => sh.external.inc_shared(c),
+    }
+}
+
+/// Wakes `t` if it is blocked. Returns whether this call woke it.
+///
+/// Callers publish their wake condition (with a `SeqCst` store, or under a
+/// lock the sleeper also takes before blocking) before calling.
+pub(crate) fn wake_task(t: &TaskRef) -> bool {
+    // Lock-free early out (task::state rule 1): a task that is not blocked
+    // either never slept or is already being woken.
+    if !t.st.is_blocked() {
+        return false;
+    }
+    let sh: &Shared = &t.shared;
+    let _guard = t.st.lock_wake();
+    if t.st.state() != BLOCKED {
+        return false;
+    }
+    let waker = waker_index(sh);
+    // Still queued: running (about to block), or delayed.
+    if t.st.on_rq() != NOT_QUEUED && ttwu_runnable(sh, t, waker) {
+        return true;
+    }
+    // Off every run queue: we own the wake now.
+    t.st.set_state(WAKING);
+    let prev = t.cpu();
+    // Still switching out on its worker: let that worker enqueue it.
+    if t.st.on_cpu() && try_wakelist(sh, t, prev, waker, activation::WAKE) {
+        return true;
+    }
+    t.st.wait_off_cpu();
+    let target = placement::select_worker(sh, t, prev, waker);
+    let mut kind = activation::WAKE;
+    if target != prev {
+        kind |= activation::MIGRATED;
+        t.recent_cpu.store(prev as u32, std::sync::atomic::Ordering::Relaxed);
+        t.cpu
+            .store(target as u32, std::sync::atomic::Ordering::Relaxed);
+        count(sh, waker, Counter::migrations);
+    }
+    ttwu_queue(sh, t, target, waker, kind);
+    true
+}
+
+/// The task is still accounted by a run queue (it has not switched out
+/// yet, or it is delayed): make it runnable where it is (EEVDF.md §11.1).
+/// Returns `false` if it left the queue before we got its lock.
+fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
+    loop {
+        let cpu = t.cpu();
+        let w = &sh.workers[cpu];
+        // A blocked task that is queued but not on a CPU is delayed. With
+        // TTWU_QUEUE_DELAYED its owner un-delays it from its wakelist, so a
+        // remote waker never takes the owner's lock [D] (BACKGROUND.md §1).
+        if waker != Some(cpu)
+            && !t.st.on_cpu()
+            && sh.feature(Feature::TtwuQueue)
+            && sh.feature(Feature::TtwuQueueDelayed)
+        {
+            t.st.set_state(WAKING);
+            t.activation.store(activation::WAKE, std::sync::atomic::Ordering::Relaxed);
+            push_wakelist(sh, t, w, waker);
+            count(sh, waker, Counter::delayed_wakeups);
+            return true;
+        }
+        let now = clock::now();
+        let mut rq = w.lock();
+        if t.cpu() != cpu {
+            continue; // moved while we waited for the lock; retry on its new worker
+        }
+        if t.st.on_rq() != QUEUED {
+            return false;
+        }
+        let slot = t.slot();
+        if rq.q.entity(slot).is_delayed() {
+            rq.q.requeue_delayed(slot, now);
+            count(sh, waker, Counter::delayed_wakeups);
+        }
+        if rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, WakeFlags::NONE, now) {
+            w.set_flags(RESCHED);
+            count(sh, waker, Counter::wakeup_preemptions);
+        }
+        t.st.set_state(RUNNING);
+        drop(rq);
+        count(
+            sh,
+            waker,
+            if waker == Some(cpu) {
+                Counter::wakeups_local
+            } else {
+                Counter::wakeups_remote_inline
+            },
+        );
+        return true;
+    }
+}
+
+/// `ttwu_queue_cond` (EEVDF.md §11.2) over a flat topology (one LLC) [D]:
+/// queue on the target's wakelist when the waker is outside the runtime
+/// (it shares no run queue with anyone) or the target is idle; enqueue
+/// inline when the target is the waker's own worker or is busy.
+#[inline]
+fn ttwu_queue_cond(sh: &Shared, target: usize, waker: Option<usize>) -> bool {
+    match waker {
+        None => true,
+        Some(i) if i == target => false,
+        Some(_) => sh.workers[target].nr_running() == 0,
+    }
+}
+
+fn try_wakelist(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kind: u8) -> bool {
+    if !sh.feature(Feature::TtwuQueue) || !ttwu_queue_cond(sh, target, waker) {
+        return false;
+    }
+    t.activation
+        .store(kind, std::sync::atomic::Ordering::Relaxed);
+    push_wakelist(sh, t, &sh.workers[target], waker);
+    true
+}
+
+/// Hands `t` to `w`'s wakelist and kicks `w` if it is parked.
+fn push_wakelist(sh: &Shared, t: &TaskRef, w: &Worker, waker: Option<usize>) {
+    // The push's SeqCst CAS publishes `activation` and every write the
+    // waker made to the task, and orders the push before the kick's load of
+    // the idle state (worker::idle protocol).
+    w.wakelist.push(t.clone());
+    count(sh, waker, Counter::wakeups_remote_queued);
+    if w.idle().kick() {
+        count(sh, waker, Counter::kicks);
+    }
+}
+
+/// Enqueue `t` on `target`: through its wakelist when the rule says so,
+/// otherwise inline under its lock (EEVDF.md §11.1 `ttwu_queue`).
+fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kind: u8) {
+    if try_wakelist(sh, t, target, waker, kind) {
+        return;
+    }
+    let w = &sh.workers[target];
+    let now = clock::now();
+    let mut rq = w.lock();
+    let preempt = activate(sh, w, &mut rq, t.clone(), kind, now);
+    w.publish_nr_running(&rq);
+    drop(rq);
+    if preempt {
+        w.set_flags(RESCHED);
+        count(sh, waker, Counter::wakeup_preemptions);
+    }
+    count(
+        sh,
+        waker,
+        if waker == Some(target) {
+            Counter::wakeups_local
+        } else {
+            Counter::wakeups_remote_inline
+        },
+    );
+    // Inline enqueue onto a parked worker (TTWU_QUEUE off): wake it. The
+    // SeqCst store of nr_running above pairs with its park-time re-check.
+    if waker != Some(target) && w.idle().kick() {
+        count(sh, waker, Counter::kicks);
+    }
+}
+
+/// Makes a claimed task runnable on `w` (under `w`'s lock): un-delays it in
+/// place if it is still queued there (a delayed wake that came through the
+/// wakelist), otherwise enqueues its saved entity (`ttwu_do_activate`,
+/// §11.4; `NEW`: the first enqueue of a spawned task, §11.6). Returns
+/// whether the wakeup-preemption check asks the running task to reschedule.
+pub(crate) fn activate(sh: &Shared, w: &Worker, rq: &mut Rq, t: TaskRef, kind: u8, now: u64) -> bool {
+    let _ = sh;
+    debug_assert_eq!(t.cpu(), w.index);
+    let flags;
+    let slot;
+    if t.st.on_rq() == QUEUED {
+        // Delayed wake via the wakelist (TTWU_QUEUE_DELAYED).
+        slot = t.slot();
+        if rq.q.entity(slot).is_delayed() {
+            rq.q.requeue_delayed(slot, now);
+        }
+        flags = WakeFlags::NONE;
+    } else {
+        let entity = t
+            .entity
+            .lock()
+            .take()
+            .expect("a task off every run queue keeps its entity");
+        let enqueue = if kind & activation::NEW != 0 {
+            EnqueueFlags::INITIAL
+        } else if kind & activation::MIGRATED != 0 {
+            EnqueueFlags::WAKEUP | EnqueueFlags::MIGRATED
+        } else {
+            EnqueueFlags::WAKEUP
+        };
+        flags = if kind & activation::NEW != 0 {
+            WakeFlags::FORK
+        } else {
+            WakeFlags::NONE
+        };
+        let t2 = t.clone();
+        slot = rq.q.enqueue(entity, t2, enqueue, now);
+        t.set_slot(slot);
+        t.st.set_on_rq(QUEUED);
+    }
+    let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, flags, now);
+    t.st.set_state(RUNNING);
+    preempt
+}
+
+/// Whether `t` is the task running on this OS thread.
+#[inline]
+pub(crate) fn is_current(t: &Tcb) -> bool {
+    tls::current().is_some_and(|c| std::ptr::eq(c, t))
+}

@@ -1,0 +1,119 @@
+//! Waiters: who to wake — a green thread or an OS thread — and how to park
+//! the caller until woken.
+//!
+//! Owns: the one abstraction every blocking primitive (join, futex, mutex,
+//! channels, I/O) uses so that green threads and plain OS threads can wait
+//! for each other: [`Waiter`] (what a waker holds) and [`park`] (how the
+//! current context sleeps, green-aware). Must not: keep wait queues (the
+//! primitives do).
+//!
+//! # Protocol
+//!
+//! ```text
+//! sleeper                                   waker
+//! register Waiter::current() (under lock)   make the condition true (SeqCst or under that lock)
+//! park(|| condition(), deadline)            take the waiter (under the lock), then waiter.wake()
+//! ```
+//!
+//! `park` marks a green thread `BLOCKED` *before* evaluating the condition
+//! (task::state rule 1), so a wake that lands between the check and the
+//! switch turns the switch into a no-op; OS threads rely on `park`/`unpark`
+//! token semantics. Either may return spuriously: callers loop.
+
+use crate::context::Switch;
+use crate::task::TaskRef;
+use crate::time::clock;
+use crate::worker::tls;
+use std::thread::Thread;
+use std::time::Instant;
+
+/// Something that can be woken.
+#[derive(Clone, Debug)]
+pub(crate) enum Waiter {
+    /// A green thread.
+    Green(TaskRef),
+    /// An OS thread (outside the runtime, or any thread that is not running a green thread).
+    Thread(Thread),
+}
+
+impl Waiter {
+    /// The current green thread, or the current OS thread.
+    pub(crate) fn current() -> Waiter {
+        match tls::current_ref() {
+            Some(t) => Waiter::Green(t),
+            None => Waiter::Thread(std::thread::current()),
+        }
+    }
+
+    /// Wakes it. Returns whether a green thread was actually woken by this
+    /// call (OS threads always report `true`).
+    pub(crate) fn wake(&self) -> bool {
+        match self {
+            Waiter::Green(t) => super::wake_task(t),
+            Waiter::Thread(th) => {
+                th.unpark();
+                true
+            }
+        }
+    }
+
+    /// Whether two waiters are the same sleeper.
+    pub(crate) fn same(&self, other: &Waiter) -> bool {
+        match (self, other) {
+            (Waiter::Green(a), Waiter::Green(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Waiter::Thread(a), Waiter::Thread(b)) => a.id() == b.id(),
+            _ => false,
+        }
+    }
+}
+
+/// Parks the caller until woken, `ready()` is true, or `deadline` passes
+/// (spurious returns allowed). Returns `false` if the deadline passed.
+pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
+    match tls::current() {
+        Some(me) => {
+            let dl = deadline.map(clock::from_instant);
+            if let Some(dl) = dl {
+                if clock::now() >= dl {
+                    return ready();
+                }
+            }
+            me.st.set_blocked();
+            if ready() {
+                me.st.set_running();
+                return true;
+            }
+            crate::task::switch_out(match dl {
+                Some(dl) => Switch::BlockUntil(dl),
+                None => Switch::Block,
+            });
+            // Re-fetch: we may be on another worker now.
+            if let Some(dl) = dl {
+                if let Some(me) = tls::current() {
+                    me.bump_timer_seq();
+                }
+                return ready() || clock::now() < dl;
+            }
+            true
+        }
+        None => {
+            if ready() {
+                return true;
+            }
+            match deadline {
+                None => {
+                    std::thread::park();
+                    true
+                }
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return ready();
+                    }
+                    std::thread::park_timeout(d - now);
+                    ready() || Instant::now() < d
+                }
+            }
+        }
+    }
+}

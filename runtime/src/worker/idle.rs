@@ -1,0 +1,179 @@
+//! The idle state of a worker and the park/kick protocol.
+//!
+//! Owns: the per-worker futex word saying whether the worker is running,
+//! polling for work, or parked in the kernel; the rule that a waker makes
+//! the wake syscall only for a parked worker. Must not: look at run queues
+//! (callers re-check their own work sources between `prepare_park` and
+//! `park`).
+//!
+//! # Protocol (a Dekker pair)
+//!
+//! ```text
+//!   worker (going idle)                 waker (publishing work)
+//!   state.store(PARKED, SeqCst)         publish work (SeqCst: wakelist CAS / counter)
+//!   if has_work() (SeqCst loads)        if state.load(SeqCst) == PARKED
+//!       cancel_park(); run it               && CAS(PARKED → RUNNING) wins
+//!   else futex_wait(state, PARKED)              futex_wake(state)
+//! ```
+//!
+//! Both sides store then load with `SeqCst`, so in the single total order
+//! either the worker's re-check sees the work, or the waker's load sees
+//! `PARKED` and wakes it: no lost wakeup. A worker that is merely `POLLING`
+//! needs no syscall — it sees the work on its next poll. The CAS makes sure
+//! only one waker pays for the syscall; `futex_wait` returns at once if the
+//! word is no longer `PARKED`.
+
+use crate::loom::{AtomicU32, Ordering};
+use std::time::Duration;
+
+/// Running a task or the scheduler.
+pub(crate) const RUNNING: u32 = 0;
+/// Idle, spinning on its work sources; no syscall needed to wake it.
+pub(crate) const POLLING: u32 = 1;
+/// Idle and (about to be) blocked in `futex_wait`.
+pub(crate) const PARKED: u32 = 2;
+
+/// A worker's idle state word.
+pub(crate) struct IdleState {
+    word: AtomicU32,
+}
+
+impl IdleState {
+    pub(crate) fn new() -> Self {
+        IdleState {
+            word: AtomicU32::new(RUNNING),
+        }
+    }
+
+    /// The current state (`RUNNING`, `POLLING` or `PARKED`).
+    #[inline]
+    pub(crate) fn get(&self) -> u32 {
+        self.word.load(Ordering::SeqCst)
+    }
+
+    /// Announces that the worker is polling.
+    pub(crate) fn start_polling(&self) {
+        self.word.store(POLLING, Ordering::SeqCst);
+    }
+
+    /// Back to running (after polling found work, or after a park).
+    pub(crate) fn set_running(&self) {
+        self.word.store(RUNNING, Ordering::Relaxed);
+    }
+
+    /// First half of parking: announce it. The caller must re-check every
+    /// work source with `SeqCst` loads afterwards, then call `park` or
+    /// `set_running`.
+    pub(crate) fn prepare_park(&self) {
+        self.word.store(PARKED, Ordering::SeqCst);
+    }
+
+    /// Second half: sleep until kicked, `timeout` passes, or a spurious
+    /// wakeup. Returns with the state set back to `RUNNING`.
+    pub(crate) fn park(&self, timeout: Option<Duration>) {
+        if self.word.load(Ordering::Acquire) == PARKED {
+            futex::wait(&self.word, PARKED, timeout);
+        }
+        // SeqCst: pairs with the ticker's park re-check (time::ticker).
+        self.word.store(RUNNING, Ordering::SeqCst);
+    }
+
+    /// Wakes the worker if it is parked. Returns whether a wake syscall was made.
+    /// Call after publishing the work with a `SeqCst` operation.
+    pub(crate) fn kick(&self) -> bool {
+        if self.word.load(Ordering::SeqCst) != PARKED {
+            return false;
+        }
+        if self
+            .word
+            .compare_exchange(PARKED, RUNNING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            futex::wake(&self.word);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The futex calls, or loom's stand-in for them.
+#[cfg(not(loom))]
+pub(crate) mod futex {
+    use linux_futex::{AsFutex, Private};
+    use std::sync::atomic::AtomicU32;
+    use std::time::Duration;
+
+    /// Sleeps while `*word == expected` (spurious returns allowed).
+    pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+        let f = AsFutex::<Private>::as_futex(word);
+        // Errors are all "return and let the caller re-check": the value
+        // changed (WouldBlock), a signal (Interrupted), or the timeout.
+        match timeout {
+            Some(t) => {
+                let _ = f.wait_for(expected, t);
+            }
+            None => {
+                let _ = f.wait(expected);
+            }
+        }
+    }
+
+    /// Wakes one waiter sleeping on `word`.
+    pub(crate) fn wake(word: &AtomicU32) {
+        let _ = AsFutex::<Private>::as_futex(word).wake(1);
+    }
+}
+
+/// Loom model of a futex: waiting spins (yielding to the model) until the
+/// word changes, so a lost wakeup shows up as a livelock loom reports.
+#[cfg(loom)]
+pub(crate) mod futex {
+    use crate::loom::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    pub(crate) fn wait(word: &AtomicU32, expected: u32, _timeout: Option<Duration>) {
+        while word.load(Ordering::SeqCst) == expected {
+            loom::thread::yield_now();
+        }
+    }
+
+    pub(crate) fn wake(_word: &AtomicU32) {}
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    #[test]
+    fn kick_wakes_a_parked_worker() {
+        let idle = Arc::new(IdleState::new());
+        let work = Arc::new(AtomicBool::new(false));
+        let (i2, w2) = (idle.clone(), work.clone());
+        let t = std::thread::spawn(move || loop {
+            i2.prepare_park();
+            if w2.load(Ordering::SeqCst) {
+                i2.set_running();
+                return;
+            }
+            i2.park(Some(Duration::from_secs(10)));
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        work.store(true, Ordering::SeqCst);
+        idle.kick();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn kick_is_free_for_a_running_worker() {
+        let idle = IdleState::new();
+        assert!(!idle.kick());
+        idle.start_polling();
+        assert!(!idle.kick());
+        idle.prepare_park();
+        assert!(idle.kick());
+        assert_eq!(idle.get(), RUNNING);
+    }
+}

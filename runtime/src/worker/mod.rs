@@ -1,0 +1,167 @@
+//! Workers: the OS threads that run green threads.
+//!
+//! Owns: each worker's shared state — its EEVDF run queue behind its own
+//! lock (with its timers and stack pool), its lock-free wakelist, its idle
+//! state (polling / parked) and its flag word (reschedule / tick pending) —
+//! and the worker loop (`run`): handle the task that just switched out,
+//! drain the wakelist, fire timers, pick with EEVDF, switch; when nothing is
+//! runnable, steal (newidle balance), poll, then park. Must not: decide
+//! policy (that is `sched`) or implement the wake protocol (that is `wake`).
+
+pub(crate) mod idle;
+pub mod mask;
+pub(crate) mod run;
+pub(crate) mod tls;
+pub(crate) mod wakelist;
+
+use crate::context::StackPool;
+use crate::sched::{Features, Params, RunQueue};
+use crate::stats::Counters;
+use crate::task::TaskRef;
+use crate::task::Tcb;
+use crate::time::timers::Timers;
+use crossbeam_utils::CachePadded;
+use idle::IdleState;
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use wakelist::WakeList;
+
+/// `flags` bit: a reschedule is pending (honoured at the next preemption point).
+pub(crate) const RESCHED: u32 = 1;
+/// `flags` bit: a tick period has passed (charge and check at the next preemption point).
+pub(crate) const TICK: u32 = 2;
+/// `flags` bit: a timer of this worker is due (switch so the scheduler fires it).
+pub(crate) const TIMER: u32 = 4;
+
+/// Everything behind a worker's run-queue lock.
+pub(crate) struct Rq {
+    /// The EEVDF run queue.
+    pub(crate) q: RunQueue<TaskRef>,
+    /// Sleep and timed-wait timers of tasks that blocked on this worker.
+    pub(crate) timers: Timers,
+    /// Free stacks for spawns on this worker.
+    pub(crate) stacks: StackPool,
+}
+
+/// One worker's shared state.
+pub(crate) struct Worker {
+    pub(crate) index: usize,
+    rq: CachePadded<Mutex<Rq>>,
+    /// Remote wakeups waiting for this worker to enqueue them.
+    pub(crate) wakelist: CachePadded<WakeList<Tcb>>,
+    /// Idle state and pending-work flags, read by the owner at every
+    /// preemption point and written rarely by others.
+    hot: CachePadded<Hot>,
+    /// Number of queued tasks (a lock-free mirror of the run queue's
+    /// `nr_queued`, updated under the lock), for placement and balancing.
+    nr_running: CachePadded<AtomicU32>,
+    /// Earliest armed timer (ns), a mirror for the owner's cheap check.
+    pub(crate) next_timer: AtomicU64,
+    /// Counters written only by this worker's OS thread.
+    pub(crate) stats: CachePadded<Counters>,
+}
+
+pub(crate) struct Hot {
+    pub(crate) idle: IdleState,
+    pub(crate) flags: AtomicU32,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        index: usize,
+        params: Params,
+        features: Features,
+        stack_size: usize,
+        pool: usize,
+    ) -> Self {
+        Worker {
+            index,
+            rq: CachePadded::new(Mutex::new(Rq {
+                q: RunQueue::new(params, features),
+                timers: Timers::new(),
+                stacks: StackPool::new(stack_size, pool),
+            })),
+            wakelist: CachePadded::new(WakeList::new()),
+            hot: CachePadded::new(Hot {
+                idle: IdleState::new(),
+                flags: AtomicU32::new(0),
+            }),
+            nr_running: CachePadded::new(AtomicU32::new(0)),
+            next_timer: AtomicU64::new(u64::MAX),
+            stats: CachePadded::new(Counters::new()),
+        }
+    }
+
+    /// Locks the run queue.
+    #[inline]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Rq> {
+        self.rq.lock()
+    }
+
+    /// The idle state.
+    #[inline]
+    pub(crate) fn idle(&self) -> &IdleState {
+        &self.hot.idle
+    }
+
+    /// The pending-work flags (`RESCHED`, `TICK`).
+    #[inline]
+    pub(crate) fn flags(&self) -> u32 {
+        self.hot.flags.load(Ordering::Relaxed)
+    }
+
+    /// Sets flag bits (any thread).
+    #[inline]
+    pub(crate) fn set_flags(&self, bits: u32) {
+        self.hot.flags.fetch_or(bits, Ordering::Relaxed);
+    }
+
+    /// Clears flag bits.
+    #[inline]
+    pub(crate) fn clear_flags(&self, bits: u32) {
+        if self.flags() & bits != 0 {
+            self.hot.flags.fetch_and(!bits, Ordering::Relaxed);
+        }
+    }
+
+    /// Queued tasks (lock-free mirror).
+    #[inline]
+    pub(crate) fn nr_running(&self) -> u32 {
+        self.nr_running.load(Ordering::SeqCst)
+    }
+
+    /// Refreshes the mirror after the queue changed (under the lock).
+    /// `SeqCst`: a waker that enqueued inline and then checks whether the
+    /// worker is parked pairs with the worker's park-time re-check.
+    #[inline]
+    pub(crate) fn publish_nr_running(&self, rq: &Rq) {
+        let n = rq.q.nr_queued();
+        if self.nr_running.load(Ordering::Relaxed) != n {
+            self.nr_running.store(n, Ordering::SeqCst);
+        }
+    }
+
+    /// Arms a timer for `task` (under the lock, by this worker's thread).
+    pub(crate) fn arm_timer(&self, rq: &mut Rq, deadline: u64, task: TaskRef) {
+        rq.timers.insert(deadline, task);
+        if deadline < self.next_timer.load(Ordering::Relaxed) {
+            // SeqCst: pairs with the ticker's re-scan (time::ticker).
+            self.next_timer.store(deadline, Ordering::SeqCst);
+        }
+    }
+
+    /// Moves due timers into `out` (under the lock) and refreshes the mirror.
+    pub(crate) fn expire_timers(&self, rq: &mut Rq, now: u64, out: &mut Vec<TaskRef>) {
+        rq.timers.expire(now, out);
+        self.next_timer.store(
+            rq.timers.next_deadline().unwrap_or(u64::MAX),
+            Ordering::SeqCst,
+        );
+    }
+
+    /// Whether this worker has work it has not looked at (for the idle loop).
+    #[inline]
+    pub(crate) fn has_pending_work(&self) -> bool {
+        !self.wakelist.is_empty() || self.nr_running() > 0
+    }
+}

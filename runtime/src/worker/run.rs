@@ -1,0 +1,255 @@
+//! The worker loop: the scheduler context of one worker thread.
+//!
+//! Owns: the switch path. A green thread suspends back here to yield, be
+//! preempted, block or exit; this loop then (1) fires due timers, (2) under
+//! the run-queue lock handles `prev` now that its context is saved — yield,
+//! block (dequeue, maybe delayed; arm its timer), exit (dequeue SPECIAL,
+//! recycle its stack) — and clears its `on_cpu`, (3) drains the wakelist,
+//! (4) picks with EEVDF (completing delayed dequeues the pick chooses), and
+//! (5) resumes the chosen task; with nothing runnable it balances, polls
+//! and parks. One clock read per switch (`now` is read once and passed
+//! down); no allocation or syscall in the steady state. Must not: run user
+//! code on the scheduler stack (timers only wake tasks).
+
+use super::{idle as idle_state, tls, Rq, Worker, RESCHED, TICK, TIMER};
+use crate::context::{Resumed, Switch};
+use crate::runtime::shared::Shared;
+use crate::sched::{Dequeue, DequeueFlags, Feature, Pick};
+use crate::stats::Counter;
+use crate::task::state::{BLOCKED, DEAD, NOT_QUEUED};
+use crate::task::TaskRef;
+use crate::time::{clock, ticker};
+use crate::wake::{self, balance};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// State private to the worker thread's scheduler context.
+struct Local {
+    /// The task that just switched out, and why.
+    prev: Option<(TaskRef, Resumed)>,
+    /// Reusable buffer for expired timers.
+    expired: Vec<TaskRef>,
+    /// Consecutive failed newidle balance attempts.
+    balance_failures: u32,
+}
+
+/// Entry point of worker thread `index`.
+pub(crate) fn worker_main(shared: Arc<Shared>, index: usize) {
+    let sh = &*shared;
+    tls::enter_worker(sh, index);
+    let w = &sh.workers[index];
+    let mut local = Local {
+        prev: None,
+        expired: Vec::with_capacity(64),
+        balance_failures: 0,
+    };
+    while let Some(next) = schedule(sh, w, &mut local) {
+        tls::set_current(Arc::as_ptr(&next));
+        // SAFETY: `schedule` made `next` current on this worker under its
+        // run-queue lock and set `on_cpu`; only this worker resumes its
+        // current task, until it switches out.
+        let ctx = unsafe { next.context_mut() }
+            .as_mut()
+            .expect("a runnable task has a context");
+        let why = ctx.resume();
+        tls::set_current(std::ptr::null());
+        local.prev = Some((next, why));
+    }
+    tls::leave_worker();
+}
+
+/// Chooses the next task to run, or `None` at shutdown.
+fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<TaskRef> {
+    let mut now = clock::now();
+    if w.next_timer.load(Ordering::Relaxed) <= now {
+        fire_timers(w, now, &mut local.expired);
+    }
+    let mut rq = w.lock();
+    let prev = local.prev.take();
+    let mut preempted: Option<(u64, bool)> = None;
+    let prev_id = prev.as_ref().map(|(p, _)| p.id);
+    if let Some((p, why)) = prev {
+        if let Resumed::Switched(Switch::Preempt { tick }) = why {
+            preempted = Some((p.id, tick));
+        }
+        handle_prev(sh, w, &mut rq, p, why, now);
+    }
+    loop {
+        drain_wakelist(sh, w, &mut rq, now);
+        w.clear_flags(TICK | TIMER);
+        if sh.is_shutdown() {
+            return None;
+        }
+        if let Some(next) = pick(w, &mut rq, now) {
+            w.publish_nr_running(&rq);
+            drop(rq);
+            ticker::check_deadline(sh, w.next_timer.load(Ordering::Relaxed));
+            if prev_id != Some(next.id) {
+                w.stats.inc(Counter::context_switches);
+                if let Some((_, tick)) = preempted {
+                    w.stats.inc(Counter::preemptions);
+                    if tick {
+                        w.stats.inc(Counter::tick_preemptions);
+                    }
+                }
+            }
+            return Some(next);
+        }
+        w.publish_nr_running(&rq);
+        drop(rq);
+        go_idle(sh, w, local);
+        now = clock::now();
+        if w.next_timer.load(Ordering::Relaxed) <= now {
+            fire_timers(w, now, &mut local.expired);
+        }
+        rq = w.lock();
+    }
+}
+
+/// Accounts the task that just switched out (its context is saved now).
+fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, p: TaskRef, why: Resumed, now: u64) {
+    match why {
+        Resumed::Switched(Switch::Yield) => {
+            rq.q.yield_current(now);
+            w.stats.inc(Counter::yields);
+        }
+        Resumed::Switched(Switch::Preempt { .. }) => {}
+        Resumed::Switched(Switch::Block) | Resumed::Switched(Switch::BlockUntil(_)) => {
+            // A waker that got here first left `state` RUNNING (or WAKING
+            // while it waits for this lock): then the block is a no-op.
+            if p.st.state() == BLOCKED {
+                let slot = rq.q.curr().expect("the task that switched out is current");
+                match rq.q.dequeue(slot, DequeueFlags::SLEEP, now) {
+                    Dequeue::Delayed => w.stats.inc(Counter::delayed_dequeues),
+                    Dequeue::Removed(entity, task) => {
+                        *task.entity.lock() = Some(entity);
+                        // Release: the saved entity happens-before a
+                        // waker's acquire read of NOT_QUEUED.
+                        task.st.set_on_rq(NOT_QUEUED);
+                    }
+                }
+                if let Resumed::Switched(Switch::BlockUntil(deadline)) = why {
+                    w.arm_timer(rq, deadline, p.clone());
+                }
+            }
+        }
+        Resumed::Finished => {
+            let slot = rq.q.curr().expect("the task that exited is current");
+            match rq.q.dequeue(slot, DequeueFlags::SLEEP | DequeueFlags::SPECIAL, now) {
+                Dequeue::Removed(_entity, _task) => {}
+                Dequeue::Delayed => unreachable!("special dequeues are never delayed"),
+            }
+            p.st.set_state(DEAD);
+            // SAFETY: the task was current on this worker and has finished;
+            // nobody else can reach its context.
+            if let Some(ctx) = unsafe { p.context_mut() }.take() {
+                rq.stacks.put(ctx.into_stack());
+            }
+            sh.registry.remove(&p);
+        }
+    }
+    // The context is saved and accounted: wakers may hand the task to
+    // another worker from now on (Release pairs with their Acquire).
+    p.st.set_on_cpu(false);
+}
+
+/// Enqueues every task waiting on the wakelist (FIFO).
+fn drain_wakelist(sh: &Shared, w: &Worker, rq: &mut Rq, now: u64) {
+    for t in w.wakelist.take_all() {
+        let kind = t.activation.load(Ordering::Relaxed);
+        wake::activate(sh, w, rq, t, kind, now);
+    }
+}
+
+/// EEVDF pick; completes delayed dequeues the pick chooses.
+fn pick(w: &Worker, rq: &mut Rq, now: u64) -> Option<TaskRef> {
+    loop {
+        match rq.q.pick_next(now) {
+            Pick::Run(slot) => {
+                rq.q.set_curr(slot, now);
+                rq.q.clear_resched();
+                w.clear_flags(RESCHED);
+                let t = rq.q.payload(slot).clone();
+                t.st.set_on_cpu(true);
+                w.stats.inc(Counter::picks);
+                return Some(t);
+            }
+            Pick::FinishedDelayed(entity, task) => {
+                *task.entity.lock() = Some(entity);
+                // Release: a waker may take the task and migrate it at once.
+                task.st.set_on_rq(NOT_QUEUED);
+                w.stats.inc(Counter::delayed_finished_at_pick);
+            }
+            Pick::Empty => return None,
+        }
+    }
+}
+
+/// Wakes the tasks whose timers are due.
+fn fire_timers(w: &Worker, now: u64, buf: &mut Vec<TaskRef>) {
+    {
+        let mut rq = w.lock();
+        w.expire_timers(&mut rq, now, buf);
+    }
+    for t in buf.drain(..) {
+        if wake::wake_task(&t) {
+            w.stats.inc(Counter::timers_fired);
+        }
+    }
+}
+
+/// Nothing is runnable: balance, poll for `idle_spin`, then park.
+fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
+    let balance = sh.feature(Feature::NewidleBalance) && sh.workers.len() > 1;
+    if balance && balance::newidle(sh, w, clock::now(), &mut local.balance_failures) {
+        return;
+    }
+    sh.idle_mask.insert(w.index);
+    w.idle().start_polling();
+    let spin = sh.config.idle_spin.as_nanos() as u64;
+    let mut found = false;
+    if spin > 0 {
+        let start = clock::now();
+        let mut iter: u32 = 0;
+        loop {
+            if w.has_pending_work() || sh.is_shutdown() {
+                found = true;
+                break;
+            }
+            iter = iter.wrapping_add(1);
+            if iter % 32 == 0 {
+                if balance
+                    && balance::busiest(sh, w.index).is_some()
+                    && balance::newidle(sh, w, clock::now(), &mut local.balance_failures)
+                {
+                    found = true;
+                    break;
+                }
+                let now = clock::now();
+                if now >= w.next_timer.load(Ordering::Relaxed) {
+                    found = true;
+                    break;
+                }
+                if now.saturating_sub(start) >= spin {
+                    break;
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+    if !found {
+        w.idle().prepare_park();
+        // Re-check every work source after announcing PARKED (worker::idle).
+        if !(w.has_pending_work() || sh.is_shutdown()) {
+            let next = w.next_timer.load(Ordering::Relaxed);
+            let timeout = (next != u64::MAX)
+                .then(|| std::time::Duration::from_nanos(next.saturating_sub(clock::now())));
+            w.stats.inc(Counter::parks);
+            w.idle().park(timeout);
+            ticker::worker_unparked(sh);
+        }
+    }
+    w.idle().set_running();
+    sh.idle_mask.remove(w.index);
+    debug_assert_ne!(w.idle().get(), idle_state::PARKED);
+}

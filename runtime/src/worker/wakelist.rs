@@ -1,0 +1,221 @@
+//! The wakelist: a lock-free multi-producer, single-consumer stack of tasks
+//! to activate on one worker (the kernel's per-CPU `wake_list`, §11.2–11.3).
+//!
+//! Owns: the push (any thread) / take-all (the owning worker) protocol over
+//! an intrusive link in each node. Must not: know what a task is beyond the
+//! [`Linked`] trait, block, or allocate.
+//!
+//! # Protocol
+//!
+//! `head` points at the most recently pushed node; each node's link points
+//! at the node pushed before it. A producer links its node to the head it
+//! saw and publishes it with a CAS (`Release` on success so the node's
+//! contents — everything the waker wrote into the task — happen-before the
+//! consumer's `Acquire` swap). The consumer takes the whole list with one
+//! `swap(null)` and reverses it, so tasks are activated in the order they
+//! were pushed (FIFO), like the kernel's llist processing.
+//!
+//! Ownership: a pushed node is owned by the list (the producer hands over
+//! one strong reference, `Arc::into_raw`); `take_all` hands ownership to the
+//! consumer. A node is on at most one list at a time: the wake protocol only
+//! pushes a task whose wake it has claimed (state `WAKING`).
+//!
+//! There is no ABA problem: nodes are only removed by the single consumer,
+//! all at once, so a producer's CAS can only fail because another producer
+//! pushed — the node it read as head is still on the list.
+
+use crate::loom::{AtomicPtr, Ordering};
+use std::ptr;
+use std::sync::Arc;
+
+/// A node that can be linked into a [`WakeList`].
+pub(crate) trait Linked: Sized {
+    /// The intrusive link. Only the wakelist touches it.
+    fn link(&self) -> &AtomicPtr<Self>;
+}
+
+/// The lock-free MPSC stack.
+pub(crate) struct WakeList<T: Linked> {
+    head: AtomicPtr<T>,
+}
+
+// SAFETY: the list only moves `Arc<T>` ownership between threads; `T` must
+// be shareable across threads for that to be sound.
+unsafe impl<T: Linked + Send + Sync> Send for WakeList<T> {}
+// SAFETY: as above; all shared access goes through the atomic head.
+unsafe impl<T: Linked + Send + Sync> Sync for WakeList<T> {}
+
+impl<T: Linked> WakeList<T> {
+    /// An empty list.
+    pub(crate) fn new() -> Self {
+        WakeList {
+            head: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Pushes `node`. Returns `true` if the list was empty before (the
+    /// caller then decides whether the owner needs a kick).
+    pub(crate) fn push(&self, node: Arc<T>) -> bool {
+        let raw = Arc::into_raw(node) as *mut T;
+        // SAFETY: `raw` comes from `Arc::into_raw` just above, so it points
+        // at a live `T`; we own one strong count until the CAS publishes it.
+        let link = unsafe { (*raw).link() };
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            link.store(head, Ordering::Relaxed);
+            // Release: the node's link and the waker's writes to the task are
+            // visible to the consumer that acquires the head. SeqCst on
+            // success additionally orders this push before the waker's later
+            // SeqCst load of the owner's idle state (the park/kick Dekker
+            // pair in `worker::idle`).
+            match self
+                .head
+                .compare_exchange_weak(head, raw, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => return head.is_null(),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Whether the list looks empty. `SeqCst` so an idle owner that has
+    /// announced it is parking cannot miss a push (see `worker::idle`).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.load(Ordering::SeqCst).is_null()
+    }
+
+    /// Takes every node, in push order (FIFO).
+    pub(crate) fn take_all(&self) -> Drain<T> {
+        // Fast path: a relaxed peek avoids the write when empty.
+        if self.head.load(Ordering::Relaxed).is_null() {
+            return Drain {
+                next: ptr::null_mut(),
+            };
+        }
+        // Acquire pairs with the producers' release CAS.
+        let mut node = self.head.swap(ptr::null_mut(), Ordering::Acquire);
+        // Reverse LIFO → FIFO.
+        let mut reversed: *mut T = ptr::null_mut();
+        while !node.is_null() {
+            // SAFETY: every node on the list is a live `Arc<T>` leaked by
+            // `push`; after the swap only this consumer can reach it.
+            let link = unsafe { (*node).link() };
+            let next = link.load(Ordering::Relaxed);
+            link.store(reversed, Ordering::Relaxed);
+            reversed = node;
+            node = next;
+        }
+        Drain { next: reversed }
+    }
+}
+
+impl<T: Linked> Drop for WakeList<T> {
+    fn drop(&mut self) {
+        for node in self.take_all() {
+            drop(node);
+        }
+    }
+}
+
+/// The nodes taken by [`WakeList::take_all`], oldest first.
+pub(crate) struct Drain<T: Linked> {
+    next: *mut T,
+}
+
+impl<T: Linked> Iterator for Drain<T> {
+    type Item = Arc<T>;
+    fn next(&mut self) -> Option<Arc<T>> {
+        if self.next.is_null() {
+            return None;
+        }
+        let raw = self.next;
+        // SAFETY: the drain exclusively owns the reversed chain; each node is
+        // a strong reference leaked by `push`, reclaimed exactly once here.
+        unsafe {
+            self.next = (*raw).link().load(Ordering::Relaxed);
+            (*raw).link().store(ptr::null_mut(), Ordering::Relaxed);
+            Some(Arc::from_raw(raw))
+        }
+    }
+}
+
+impl<T: Linked> Drop for Drain<T> {
+    fn drop(&mut self) {
+        for node in self.by_ref() {
+            drop(node);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::loom::AtomicPtr;
+
+    struct Node {
+        value: usize,
+        link: AtomicPtr<Node>,
+    }
+    impl Linked for Node {
+        fn link(&self) -> &AtomicPtr<Node> {
+            &self.link
+        }
+    }
+    fn node(value: usize) -> Arc<Node> {
+        Arc::new(Node {
+            value,
+            link: AtomicPtr::new(ptr::null_mut()),
+        })
+    }
+
+    #[test]
+    fn fifo_order_and_empty_flag() {
+        let list = WakeList::new();
+        assert!(list.push(node(1)));
+        assert!(!list.push(node(2)));
+        assert!(!list.push(node(3)));
+        let got: Vec<usize> = list.take_all().map(|n| n.value).collect();
+        assert_eq!(got, vec![1, 2, 3]);
+        assert!(list.is_empty());
+        assert!(list.push(node(4)));
+    }
+
+    #[test]
+    fn concurrent_pushes_lose_nothing() {
+        let list = Arc::new(WakeList::new());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let list = list.clone();
+                std::thread::spawn(move || {
+                    for i in 0..10_000 {
+                        list.push(node(t * 10_000 + i));
+                    }
+                })
+            })
+            .collect();
+        let mut seen = vec![false; 40_000];
+        let mut count = 0;
+        while count < 40_000 {
+            for n in list.take_all() {
+                assert!(!seen[n.value]);
+                seen[n.value] = true;
+                count += 1;
+            }
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        // per-producer order is preserved
+        assert!(list.is_empty());
+    }
+
+    #[test]
+    fn dropping_a_list_frees_its_nodes() {
+        let n = node(7);
+        let list = WakeList::new();
+        list.push(n.clone());
+        assert_eq!(Arc::strong_count(&n), 2);
+        drop(list);
+        assert_eq!(Arc::strong_count(&n), 1);
+    }
+}

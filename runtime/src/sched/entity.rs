@@ -166,8 +166,8 @@ impl Entity {
             let new_w = WEIGHTS[i];
             self.vlag = (self.vlag as i128 * self.weight as i128 / new_w as i128) as i64;
             if self.dl_is_relative {
-                self.vdl = ((self.vdl as i64) as i128 * self.weight as i128 / new_w as i128) as i64
-                    as u64;
+                self.vdl =
+                    ((self.vdl as i64) as i128 * self.weight as i128 / new_w as i128) as i64 as u64;
             }
             self.weight = new_w;
             self.inv_weight = inverse_weight(new_w);

@@ -209,6 +209,13 @@ impl Entity {
     pub fn deadline(&self) -> u64 {
         self.vdl
     }
+    /// Whether [`deadline`](Entity::deadline) currently holds the remaining
+    /// request `vdl − vrt` instead of an absolute deadline: set by a
+    /// non-sleep dequeue with PLACE_REL_DEADLINE (migration, attribute
+    /// change), cleared by the next placement. Never set while queued.
+    pub fn has_relative_deadline(&self) -> bool {
+        self.dl_is_relative
+    }
     /// Virtual lag saved at the last dequeue.
     pub fn vlag(&self) -> i64 {
         self.vlag

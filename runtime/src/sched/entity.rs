@@ -166,8 +166,8 @@ impl Entity {
             let new_w = WEIGHTS[i];
             self.vlag = (self.vlag as i128 * self.weight as i128 / new_w as i128) as i64;
             if self.dl_is_relative {
-                self.vdl = ((self.vdl as i64) as i128 * self.weight as i128 / new_w as i128) as i64
-                    as u64;
+                self.vdl =
+                    ((self.vdl as i64) as i128 * self.weight as i128 / new_w as i128) as i64 as u64;
             }
             self.weight = new_w;
             self.inv_weight = inverse_weight(new_w);
@@ -208,6 +208,13 @@ impl Entity {
     /// Virtual deadline (absolute while queued).
     pub fn deadline(&self) -> u64 {
         self.vdl
+    }
+    /// Whether [`deadline`](Entity::deadline) currently holds the remaining
+    /// request `vdl − vrt` instead of an absolute deadline: set by a
+    /// non-sleep dequeue with PLACE_REL_DEADLINE (migration, attribute
+    /// change), cleared by the next placement. Never set while queued.
+    pub fn has_relative_deadline(&self) -> bool {
+        self.dl_is_relative
     }
     /// Virtual lag saved at the last dequeue.
     pub fn vlag(&self) -> i64 {

@@ -297,7 +297,10 @@ mod tests {
         assert_eq!(f.to_string().parse::<Features>().unwrap(), f);
         let err = Features::parse("RUN_TO_PARITY,BOGUS").unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("BOGUS") && msg.contains("DELAY_DEQUEUE"), "{msg}");
+        assert!(
+            msg.contains("BOGUS") && msg.contains("DELAY_DEQUEUE"),
+            "{msg}"
+        );
         assert!(Features::parse("NO_").is_err());
         assert_eq!(Features::parse("").unwrap(), Features::default());
     }

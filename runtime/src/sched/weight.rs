@@ -33,8 +33,8 @@ pub const INV_WEIGHTS: [u32; 40] = [
     3363326, // -10 .. -1
     4194304, 5237765, 6557202, 8165337, 10153587, 12820798, 15790321, 19976592, 24970740,
     31350126, // 0 .. 9
-    39045157, 49367440, 61356676, 76695844, 95443717, 119304647, 148102320, 186737708,
-    238609294, 286331153, // 10 .. 19
+    39045157, 49367440, 61356676, 76695844, 95443717, 119304647, 148102320, 186737708, 238609294,
+    286331153, // 10 .. 19
 ];
 
 /// Checks a nice level, returning it as an index into the tables.
@@ -121,7 +121,11 @@ mod tests {
             let d = 2_800_000u64;
             let exact = (d as u128 * 1024 / *w as u128) as i64;
             let got = fair_delta(d, *w, INV_WEIGHTS[i]) as i64;
-            assert!((exact - got).abs() <= 1, "nice {} exact {exact} got {got}", i as i32 - 20);
+            assert!(
+                (exact - got).abs() <= 1,
+                "nice {} exact {exact} got {got}",
+                i as i32 - 20
+            );
         }
     }
 

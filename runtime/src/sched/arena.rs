@@ -1,0 +1,118 @@
+//! Storage of the entities queued on a run queue.
+//!
+//! Owns: a vector of slots with a free list. A queued entity and its payload
+//! live in one slot from its enqueue to its dequeue; the slot's index is the
+//! public [`Slot`](super::Slot) and the node index in the tree and the
+//! recency list. Freed indexes are reused last-in first-out, so a busy queue
+//! keeps touching the same memory. Must not: know about the policy.
+
+/// A vector of optional values with O(1) allocation and release.
+#[derive(Clone, Debug)]
+pub(crate) struct Arena<V> {
+    entries: Vec<Option<V>>,
+    free: Vec<u32>,
+    len: u32,
+}
+
+impl<V> Arena<V> {
+    /// An empty arena.
+    pub(crate) fn new() -> Self {
+        Arena {
+            entries: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// Number of occupied slots.
+    pub(crate) fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Stores `v` and returns its index.
+    pub(crate) fn alloc(&mut self, v: V) -> u32 {
+        self.len += 1;
+        if let Some(i) = self.free.pop() {
+            debug_assert!(self.entries[i as usize].is_none());
+            self.entries[i as usize] = Some(v);
+            i
+        } else {
+            let i = u32::try_from(self.entries.len())
+                .ok()
+                .filter(|&i| i != u32::MAX)
+                .expect("run queue: more than 2^32 - 1 queued entities");
+            self.entries.push(Some(v));
+            i
+        }
+    }
+
+    /// Takes the value out of index `i`. Panics if `i` is not occupied.
+    pub(crate) fn release(&mut self, i: u32) -> V {
+        let v = self
+            .entries
+            .get_mut(i as usize)
+            .and_then(Option::take)
+            .unwrap_or_else(|| panic!("run queue: slot {i} is not queued"));
+        self.free.push(i);
+        self.len -= 1;
+        v
+    }
+
+    /// The value at `i`. Panics if `i` is not occupied.
+    #[inline]
+    pub(crate) fn get(&self, i: u32) -> &V {
+        match self.entries.get(i as usize) {
+            Some(Some(v)) => v,
+            _ => panic!("run queue: slot {i} is not queued"),
+        }
+    }
+
+    /// The value at `i`, mutably. Panics if `i` is not occupied.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, i: u32) -> &mut V {
+        match self.entries.get_mut(i as usize) {
+            Some(Some(v)) => v,
+            _ => panic!("run queue: slot {i} is not queued"),
+        }
+    }
+
+    /// Whether index `i` is occupied.
+    pub(crate) fn contains(&self, i: u32) -> bool {
+        matches!(self.entries.get(i as usize), Some(Some(_)))
+    }
+
+    /// Occupied indexes with their values, in index order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &V)> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.as_ref().map(|v| (i as u32, v)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reuses_freed_slots_lifo() {
+        let mut a = Arena::new();
+        let x = a.alloc('x');
+        let y = a.alloc('y');
+        assert_eq!(a.len(), 2);
+        assert_eq!(a.release(x), 'x');
+        assert!(!a.contains(x));
+        assert_eq!(a.alloc('z'), x);
+        assert_eq!(*a.get(y), 'y');
+        assert_eq!(a.iter().map(|(_, v)| *v).collect::<String>(), "zy");
+    }
+
+    #[test]
+    #[should_panic(expected = "not queued")]
+    fn released_slot_panics() {
+        let mut a = Arena::new();
+        let x = a.alloc(1);
+        a.release(x);
+        a.get(x);
+    }
+}

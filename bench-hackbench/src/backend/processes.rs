@@ -294,7 +294,7 @@ impl Children {
             // Child.
             // SAFETY: async-signal-safe calls only; never returns.
             unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
                 if libc::getppid() != parent {
                     libc::_exit(EXIT_IO);
                 }

@@ -234,10 +234,18 @@ impl LatencyBackend for Threads {
         let load_result = load.finish();
         let probes = probes?;
         let load_messages = load_result?;
+        // SAFETY: PR_GET_TIMERSLACK takes no pointer; it returns the slack.
+        let slack_ns = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+        let notes = vec![format!(
+            "threads probes are SCHED_OTHER threads with nice set by setpriority; \
+             timer slack {:.0} us (inherited, as for cyclictest at normal priority: \
+             the kernel may fire a wake-up up to that much after its deadline)",
+            f64::from(slack_ns.max(0)) / 1e3
+        )];
         Ok(LatencyRun {
             probes,
             load_messages,
-            notes: Vec::new(),
+            notes,
             counters: Vec::new(),
         })
     }

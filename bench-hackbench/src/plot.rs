@@ -56,6 +56,8 @@ fn draw(
             vals.iter().copied().fold(0.0, f64::max) * 1.15 + f64::EPSILON,
         )
     };
+    // Enough decimals to tell the linear axis' labels apart.
+    let decimals = (2 - (hi - lo).log10().floor() as i32).clamp(0, 9) as usize;
     let width = 200 + 120 * groups.len().max(1) as u32 * series.len().clamp(1, 6) as u32 / 2;
     let root = SVGBackend::new(path, (width.clamp(640, 1600), 480)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -85,8 +87,14 @@ fn draw(
             y_desc.to_string()
         })
         .y_label_formatter(&move |y: &f64| {
-            let v = if log_y { 10f64.powf(*y) } else { *y };
-            format!("{v:.3}")
+            if log_y {
+                // At most three significant digits: 100, 316, 1000 ...
+                let v = 10f64.powf(*y);
+                let digits = (3 - v.log10().floor() as i32 - 1).max(0) as usize;
+                format!("{v:.digits$}")
+            } else {
+                format!("{y:.decimals$}")
+            }
         })
         .draw()?;
     let w = 0.8 / series.len().max(1) as f64;
@@ -108,8 +116,13 @@ fn draw(
             .label(s.name.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
     }
+    if series.len() < 2 {
+        root.present()?;
+        return Ok(());
+    }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()?;

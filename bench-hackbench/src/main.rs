@@ -1,5 +1,345 @@
-//! Placeholder: the port lands in its own issue.
-fn main() {
-    eprintln!("usage: hackbench [options] -- not implemented yet");
-    std::process::exit(2);
+//! `hackbench`: hackbench, a cyclictest-style latency mode and a spawn test,
+//! each on several backends (processes, threads, tokio; green later).
+//!
+//! Owns: the top level — parse options, run the selected mode on each
+//! selected backend, print, plot, and turn failures into exit codes (0 ok,
+//! 1 a run failed, 2 bad usage or an unavailable backend). Must not: hold
+//! workload, measurement or formatting code; those live in the modules
+//! below.
+
+mod backend;
+mod error;
+mod gate;
+mod latency;
+mod opts;
+mod plot;
+mod report;
+mod spawn;
+mod transport;
+mod verify;
+mod workload;
+
+#[cfg(test)]
+mod tests;
+
+use backend::{BackendKind, LatencyConfig, Missing, SpawnConfig};
+use error::BenchError;
+use opts::{Config, Mode, OptsError};
+use report::Outcome;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cfg = match opts::parse(std::env::args_os()) {
+        Ok(c) => c,
+        Err(OptsError::Clap(e)) => {
+            let _ = e.print();
+            return ExitCode::from(e.exit_code() as u8);
+        }
+        Err(OptsError::Usage(m)) => {
+            eprintln!("hackbench: {m}\nTry 'hackbench --help' for more information.");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&cfg) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hackbench: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+/// The message for a backend that is part of the design but not built.
+fn not_yet(kind: BackendKind) -> BenchError {
+    BenchError::NotYetAvailable(format!(
+        "the {} backend is not yet available (the eevdf-rt runtime it needs is still being written); \
+         use --backend processes, threads, tokio or all",
+        kind.name()
+    ))
+}
+
+/// Looks up a backend; `Ok(None)` means "skip it" (unavailable under `all`).
+fn lookup<T>(
+    cfg: &Config,
+    kind: BackendKind,
+    found: Result<T, Missing>,
+) -> Result<Option<T>, BenchError> {
+    match found {
+        Ok(b) => Ok(Some(b)),
+        Err(Missing::NotYetAvailable) if cfg.all => {
+            println!("{}: not yet available (skipped)", kind.name());
+            Ok(None)
+        }
+        Err(Missing::NotYetAvailable) => Err(not_yet(kind)),
+        Err(Missing::Unsupported) => Err(BenchError::Usage(format!(
+            "the {} backend has no such mode",
+            kind.name()
+        ))),
+    }
+}
+
+fn run(cfg: &Config) -> Result<(), BenchError> {
+    // Fail fast when the one backend asked for is not built.
+    if !cfg.all {
+        if let [kind] = cfg.backends[..] {
+            let missing = match cfg.mode {
+                Mode::Hackbench => backend::hackbench(kind).err(),
+                Mode::Latency { .. } => backend::latency(kind).err(),
+                Mode::Spawn { .. } => backend::spawn(kind).err(),
+            };
+            if missing == Some(Missing::NotYetAvailable) {
+                return Err(not_yet(kind));
+            }
+        }
+    }
+    match &cfg.mode {
+        Mode::Hackbench => run_hackbench(cfg),
+        Mode::Latency {
+            interval,
+            duration,
+            nice_levels,
+            columns,
+        } => {
+            let lcfg = LatencyConfig {
+                load: cfg.hackbench.clone(),
+                interval: *interval,
+                duration: *duration,
+                nice_levels: nice_levels.clone(),
+            };
+            run_latency(cfg, &lcfg, columns)
+        }
+        Mode::Spawn { spawners, limit } => {
+            let scfg = SpawnConfig {
+                spawners: *spawners,
+                limit: *limit,
+                runtime: cfg.hackbench.runtime.clone(),
+            };
+            run_spawn(cfg, &scfg)
+        }
+    }
+}
+
+fn flush() {
+    let _ = std::io::stdout().flush();
+}
+
+/// Records a failed backend and returns the error's message.
+fn failed(kind: BackendKind, e: &BenchError, first: &mut Option<i32>) -> String {
+    eprintln!("hackbench: {} backend: {e}", kind.name());
+    first.get_or_insert(e.exit_code());
+    e.to_string()
+}
+
+fn finish(first_failure: Option<i32>, what: &str) -> Result<(), BenchError> {
+    match first_failure {
+        None => Ok(()),
+        Some(2) => Err(BenchError::Usage(format!("{what} could not run as asked"))),
+        Some(_) => Err(BenchError::Task(format!("{what} failed (see above)"))),
+    }
+}
+
+fn run_hackbench(cfg: &Config) -> Result<(), BenchError> {
+    let h = &cfg.hackbench;
+    let multi = cfg.backends.len() > 1;
+    let mut rows = Vec::new();
+    let mut failure = None;
+    for &kind in &cfg.backends {
+        let Some(b) = lookup(cfg, kind, backend::hackbench(kind))? else {
+            rows.push((kind, Outcome::NotYetAvailable));
+            continue;
+        };
+        debug_assert_eq!(b.kind(), kind);
+        if multi {
+            println!("== {} ==", kind.name());
+        }
+        println!("{}", report::hackbench_header(kind, h));
+        flush();
+        match b.run(h) {
+            Ok(r) => {
+                println!("{}", report::hackbench_time(&r));
+                rows.push((kind, Outcome::Ran(r)));
+            }
+            Err(e) => {
+                let m = failed(kind, &e, &mut failure);
+                rows.push((kind, Outcome::Failed(m)));
+            }
+        }
+        if multi {
+            println!();
+        }
+    }
+    if multi {
+        print!("{}", report::hackbench_table(h, &rows));
+    }
+    if let Some(path) = &cfg.plot {
+        let groups: Vec<String> = rows.iter().map(|(k, _)| k.name().to_string()).collect();
+        let values = rows
+            .iter()
+            .map(|(_, o)| match o {
+                Outcome::Ran(r) => Some(r.elapsed.as_secs_f64()),
+                _ => None,
+            })
+            .collect();
+        let title = format!(
+            "hackbench -g {} -f {} -l {} -s {} ({})",
+            h.groups,
+            h.fds,
+            h.loops,
+            h.datasize,
+            h.transport.describe()
+        );
+        write_plot(
+            path,
+            &title,
+            "time (s)",
+            &groups,
+            vec![plot::Series {
+                name: "time".into(),
+                values,
+            }],
+            false,
+        )?;
+    }
+    finish(failure, "hackbench")
+}
+
+fn run_latency(
+    cfg: &Config,
+    lcfg: &LatencyConfig,
+    columns: &[backend::LatencyColumn],
+) -> Result<(), BenchError> {
+    let mut rows: Vec<(String, Outcome<Vec<latency::ProbeResult>>)> = Vec::new();
+    let mut failure = None;
+    let default_only = [backend::LatencyColumn::default_column()];
+    for &kind in &cfg.backends {
+        let Some(b) = lookup(cfg, kind, backend::latency(kind))? else {
+            rows.push((kind.name().to_string(), Outcome::NotYetAvailable));
+            continue;
+        };
+        debug_assert_eq!(b.kind(), kind);
+        // Columns (feature sets, probe slices) are green-only.
+        let cols = if kind == BackendKind::Green {
+            columns
+        } else {
+            &default_only[..]
+        };
+        for col in cols {
+            let label = if cols.len() > 1 {
+                format!("{} {}", kind.name(), col.label)
+            } else {
+                kind.name().to_string()
+            };
+            flush();
+            match b.run(lcfg, col) {
+                Ok(r) => {
+                    println!("{}\n", report::latency_report(kind, lcfg, col, &r));
+                    rows.push((label, Outcome::Ran(r.probes)));
+                }
+                Err(e) => {
+                    let m = failed(kind, &e, &mut failure);
+                    rows.push((label, Outcome::Failed(m)));
+                }
+            }
+        }
+    }
+    if rows.len() > 1 {
+        print!("{}", report::latency_table(&rows, &lcfg.nice_levels));
+    }
+    if let Some(path) = &cfg.plot {
+        let groups: Vec<String> = lcfg
+            .nice_levels
+            .iter()
+            .map(|n| format!("nice {n}"))
+            .collect();
+        let mut series = Vec::new();
+        for (label, o) in &rows {
+            if let Outcome::Ran(probes) = o {
+                let avg = probes.iter().map(|p| Some(p.avg_ns as f64 / 1e3)).collect();
+                let p99 = probes.iter().map(|p| Some(p.p99_ns as f64 / 1e3)).collect();
+                series.push(plot::Series {
+                    name: format!("{label} avg"),
+                    values: avg,
+                });
+                series.push(plot::Series {
+                    name: format!("{label} p99"),
+                    values: p99,
+                });
+            }
+        }
+        let title = format!(
+            "wake-up lateness, interval {} us, under hackbench -g {}",
+            lcfg.interval.as_micros(),
+            lcfg.load.groups
+        );
+        write_plot(path, &title, "lateness (us)", &groups, series, true)?;
+    }
+    finish(failure, "latency mode")
+}
+
+fn run_spawn(cfg: &Config, scfg: &SpawnConfig) -> Result<(), BenchError> {
+    let multi = cfg.backends.len() > 1;
+    let mut rows = Vec::new();
+    let mut failure = None;
+    for &kind in &cfg.backends {
+        let Some(b) = lookup(cfg, kind, backend::spawn(kind))? else {
+            rows.push((kind, Outcome::NotYetAvailable));
+            continue;
+        };
+        debug_assert_eq!(b.kind(), kind);
+        flush();
+        match b.run(scfg) {
+            Ok(r) => {
+                println!("{}", report::spawn_report(kind, scfg, &r));
+                rows.push((kind, Outcome::Ran(r)));
+            }
+            Err(e) => {
+                let m = failed(kind, &e, &mut failure);
+                rows.push((kind, Outcome::Failed(m)));
+            }
+        }
+        if multi {
+            println!();
+        }
+    }
+    if multi {
+        print!("{}", report::spawn_table(&rows));
+    }
+    if let Some(path) = &cfg.plot {
+        let groups: Vec<String> = rows.iter().map(|(k, _)| k.name().to_string()).collect();
+        let values = rows
+            .iter()
+            .map(|(_, o)| match o {
+                Outcome::Ran(r) => Some(r.rate()),
+                _ => None,
+            })
+            .collect();
+        let title = format!("spawn and exit, {} spawner(s)", scfg.spawners);
+        write_plot(
+            path,
+            &title,
+            "spawns/s",
+            &groups,
+            vec![plot::Series {
+                name: "spawns/s".into(),
+                values,
+            }],
+            false,
+        )?;
+    }
+    finish(failure, "spawn test")
+}
+
+fn write_plot(
+    path: &std::path::Path,
+    title: &str,
+    y_desc: &str,
+    groups: &[String],
+    series: Vec<plot::Series>,
+    log_y: bool,
+) -> Result<(), BenchError> {
+    plot::grouped_bars(path, title, y_desc, groups, &series, log_y)
+        .map_err(|m| BenchError::io("writing the plot", std::io::Error::other(m)))?;
+    println!("plot written to {}", path.display());
+    Ok(())
 }

@@ -1,0 +1,162 @@
+//! The `hackbench` binary as a user runs it: exit codes, messages, and tiny
+//! runs of every mode through the command line.
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hackbench"))
+        .args(args)
+        .output()
+        .expect("the hackbench binary runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Asserts exit code 2, a message on stderr containing `needle`, and no panic.
+fn rejects(args: &[&str], needle: &str) {
+    let o = run(args);
+    let (out, err) = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{args:?}\nstdout: {out}\nstderr: {err}"
+    );
+    assert!(
+        err.contains(needle),
+        "{args:?}: stderr lacks {needle:?}: {err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_message() {
+    rejects(&["--no-such-option"], "--no-such-option");
+    rejects(&["-g", "0"], "--groups");
+    rejects(&["-f", "0"], "--fds");
+    rejects(&["-s", "0"], "--datasize");
+    rejects(&["-g", "many"], "many");
+    rejects(&["-p", "-i"], "cannot be used with");
+    rejects(&["-T", "-P"], "cannot be used with");
+    rejects(&["--backend", "fibers"], "fibers");
+    rejects(
+        &["-T", "--backend", "tokio"],
+        "-T selects the threads backend",
+    );
+    rejects(&["--workers", "2"], "--workers");
+    rejects(&["--latency", "-l", "10"], "-l");
+    rejects(&["--latency", "--backend", "processes"], "processes");
+    rejects(&["--latency", "--columns", "bg3"], "green");
+    rejects(&["--latency", "--nice-levels", "-30"], "-30");
+    rejects(&["--spawn", "--duration", "soon"], "soon");
+}
+
+#[test]
+fn green_is_not_yet_available() {
+    rejects(&["--backend", "green", "-g", "1"], "not yet available");
+    rejects(&["--spawn", "--backend", "green"], "not yet available");
+    rejects(&["--latency", "--backend", "green"], "not yet available");
+}
+
+#[test]
+fn help_documents_every_mode() {
+    let o = run(&["--help"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0));
+    for needle in [
+        "--latency",
+        "--spawn",
+        "--backend",
+        "--nice-levels",
+        "--plot",
+        "-T",
+    ] {
+        assert!(out.contains(needle), "--help lacks {needle}");
+    }
+}
+
+#[test]
+fn tiny_hackbench_on_every_backend_and_transport() {
+    for transport in [None, Some("-p"), Some("-i")] {
+        let mut args = vec!["--backend", "all", "-g", "1", "-f", "2", "-l", "10"];
+        args.extend(transport);
+        let o = run(&args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{args:?}\n{out}\n{err}");
+        assert_eq!(out.matches("Time: ").count(), 3, "{out}");
+        assert!(out.contains(
+            "Running in process mode with 1 groups using 4 file descriptors each (== 4 tasks)"
+        ));
+        assert!(out.contains("Running in threaded mode"));
+        assert!(out.contains("Each sender will pass 10 messages of 100 bytes"));
+        assert!(out.contains("green: not yet available"), "{out}");
+        assert!(out.contains("vs threads"), "{out}");
+    }
+    let o = run(&["-T", "-g", "1", "-f", "2", "-l", "10"]);
+    assert!(o.status.success());
+    assert!(text(&o).0.contains("threaded mode"));
+}
+
+#[test]
+fn tiny_latency_and_spawn_runs_with_plots() {
+    let dir = std::env::temp_dir().join(format!("hackbench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lat_svg = dir.join("latency.svg");
+    let o = run(&[
+        "--latency",
+        "--backend",
+        "all",
+        "--duration",
+        "0.3",
+        "-g",
+        "1",
+        "-f",
+        "2",
+        "--plot",
+        lat_svg.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("Latency mode, threads backend"), "{out}");
+    assert!(out.contains("Latency mode, tokio backend"), "{out}");
+    assert!(out.contains("tokio has no task priorities"), "{out}");
+    assert!(std::fs::read_to_string(&lat_svg).unwrap().contains("<svg"));
+
+    let spawn_svg = dir.join("spawn.svg");
+    let o = run(&[
+        "--spawn",
+        "--backend",
+        "all",
+        "--duration",
+        "0.3",
+        "--plot",
+        spawn_svg.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(out.matches("spawns/s").count(), 4, "{out}"); // 3 reports + table header
+    assert!(std::fs::read_to_string(&spawn_svg)
+        .unwrap()
+        .contains("<svg"));
+
+    let hb_svg = dir.join("hackbench.svg");
+    let o = run(&[
+        "--backend",
+        "all",
+        "-g",
+        "1",
+        "-f",
+        "2",
+        "-l",
+        "10",
+        "--plot",
+        hb_svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert!(std::fs::read_to_string(&hb_svg).unwrap().contains("<svg"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -4,7 +4,10 @@ use std::time::Instant;
 
 fn main() {
     let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
-    let n: u64 = std::env::args().nth(1).map(|s| s.parse().unwrap()).unwrap_or(2_000_000);
+    let n: u64 = std::env::args()
+        .nth(1)
+        .map(|s| s.parse().unwrap())
+        .unwrap_or(2_000_000);
     let t = rt.block_on(move || {
         let h = eevdf_rt::spawn(move || {
             for _ in 0..n {
@@ -18,7 +21,10 @@ fn main() {
         h.join().unwrap();
         start.elapsed()
     });
-    println!("yield switch: {:.1} ns", t.as_nanos() as f64 / (2 * n) as f64);
+    println!(
+        "yield switch: {:.1} ns",
+        t.as_nanos() as f64 / (2 * n) as f64
+    );
 
     let m = 200_000u64;
     let t = rt.block_on(move || {
@@ -34,28 +40,39 @@ fn main() {
     let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
     let _ = Arc::new(AtomicU32::new(0));
     let k = 200_000u64;
-    let t = eevdf_rt::task::Builder::new().pin(0).spawn_on(&rt, move || {
-        let (tx1, rx1) = (Arc::new(AtomicU32::new(0)), ());
-        let _ = rx1;
-        let flag = tx1.clone();
-        let h = eevdf_rt::task::Builder::new().pin(1).spawn(move || {
+    let t = eevdf_rt::task::Builder::new()
+        .pin(0)
+        .spawn_on(&rt, move || {
+            let (tx1, rx1) = (Arc::new(AtomicU32::new(0)), ());
+            let _ = rx1;
+            let flag = tx1.clone();
+            let h = eevdf_rt::task::Builder::new()
+                .pin(1)
+                .spawn(move || {
+                    for i in 0..k as u32 {
+                        while flag.load(Ordering::Acquire) != 2 * i + 1 {
+                            std::hint::spin_loop();
+                        }
+                        flag.store(2 * i + 2, Ordering::Release);
+                    }
+                })
+                .unwrap();
+            let start = Instant::now();
             for i in 0..k as u32 {
-                while flag.load(Ordering::Acquire) != 2 * i + 1 {
+                tx1.store(2 * i + 1, Ordering::Release);
+                while tx1.load(Ordering::Acquire) != 2 * i + 2 {
                     std::hint::spin_loop();
                 }
-                flag.store(2 * i + 2, Ordering::Release);
             }
-        }).unwrap();
-        let start = Instant::now();
-        for i in 0..k as u32 {
-            tx1.store(2 * i + 1, Ordering::Release);
-            while tx1.load(Ordering::Acquire) != 2 * i + 2 {
-                std::hint::spin_loop();
-            }
-        }
-        h.join().unwrap();
-        start.elapsed()
-    }).unwrap().join().unwrap();
-    println!("cache-line round trip (spinning): {:.1} ns", t.as_nanos() as f64 / k as f64);
+            h.join().unwrap();
+            start.elapsed()
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    println!(
+        "cache-line round trip (spinning): {:.1} ns",
+        t.as_nanos() as f64 / k as f64
+    );
     println!("{}", rt.stats());
 }

@@ -172,7 +172,12 @@ impl Stats {
             workers: self
                 .workers
                 .iter()
-                .zip(earlier.workers.iter().chain(std::iter::repeat(&WorkerStats::default())))
+                .zip(
+                    earlier
+                        .workers
+                        .iter()
+                        .chain(std::iter::repeat(&WorkerStats::default())),
+                )
                 .map(|(a, b)| a.since(b))
                 .collect(),
             external: self.external.since(&earlier.external),

@@ -98,11 +98,6 @@ impl GreenContext {
         }
     }
 
-    /// Whether the body has returned.
-    pub(crate) fn is_finished(&self) -> bool {
-        self.co.done()
-    }
-
     /// Unwinds a suspended green thread's stack, running its destructors
     /// (shutdown). Panics in destructors propagate.
     pub(crate) fn force_unwind(&mut self) {

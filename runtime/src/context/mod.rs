@@ -9,4 +9,4 @@ pub(crate) mod stack;
 
 pub(crate) use coroutine::{GreenContext, Resumed, SuspendSlot, Switch};
 pub use stack::live_stacks;
-pub(crate) use stack::{GreenStack, StackPool};
+pub(crate) use stack::StackPool;

@@ -134,20 +134,32 @@ impl Builder {
             return Err(Error::invalid("workers", workers, "1 ..= 256"));
         }
         if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&self.stack_size) {
-            return Err(Error::invalid("stack_size", self.stack_size, "16 KiB ..= 1 GiB"));
+            return Err(Error::invalid(
+                "stack_size",
+                self.stack_size,
+                "16 KiB ..= 1 GiB",
+            ));
         }
         let base_slice = match self.base_slice {
             None => base_slice_for(workers),
             Some(d) => {
                 let ns = d.as_nanos().min(u64::MAX as u128) as u64;
                 if !(MIN_SLICE..=MAX_SLICE).contains(&ns) {
-                    return Err(Error::invalid("base_slice", format!("{d:?}"), "100 µs ..= 100 ms"));
+                    return Err(Error::invalid(
+                        "base_slice",
+                        format!("{d:?}"),
+                        "100 µs ..= 100 ms",
+                    ));
                 }
                 ns
             }
         };
         if !(Duration::from_micros(100)..=Duration::from_secs(1)).contains(&self.tick) {
-            return Err(Error::invalid("tick", format!("{:?}", self.tick), "100 µs ..= 1 s"));
+            return Err(Error::invalid(
+                "tick",
+                format!("{:?}", self.tick),
+                "100 µs ..= 1 s",
+            ));
         }
         if self.idle_spin > Duration::from_secs(1) {
             return Err(Error::invalid(
@@ -164,7 +176,6 @@ impl Builder {
             features.apply(spec)?;
         }
         let config = Config {
-            workers,
             pin_workers: self.pin_workers,
             stack_size: self.stack_size,
             base_slice,

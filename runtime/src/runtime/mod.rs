@@ -58,7 +58,11 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    fn from_parts(shared: Arc<Shared>, workers: Vec<ThreadHandle<()>>, ticker: Option<ThreadHandle<()>>) -> Self {
+    fn from_parts(
+        shared: Arc<Shared>,
+        workers: Vec<ThreadHandle<()>>,
+        ticker: Option<ThreadHandle<()>>,
+    ) -> Self {
         Runtime {
             shared,
             threads: Mutex::new(Some(Threads { workers, ticker })),

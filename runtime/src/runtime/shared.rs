@@ -15,7 +15,6 @@ use std::time::Duration;
 /// Validated configuration of a runtime.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
-    pub(crate) workers: usize,
     pub(crate) pin_workers: bool,
     pub(crate) stack_size: usize,
     pub(crate) base_slice: u64,

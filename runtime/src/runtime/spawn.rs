@@ -29,7 +29,11 @@ pub(crate) fn current_shared() -> Option<Arc<Shared>> {
 }
 
 /// Spawns `f` as a green thread on `sh`.
-pub(crate) fn spawn_green<F, T>(sh: &Arc<Shared>, opts: SpawnOpts, f: F) -> io::Result<JoinHandle<T>>
+pub(crate) fn spawn_green<F, T>(
+    sh: &Arc<Shared>,
+    opts: SpawnOpts,
+    f: F,
+) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -63,7 +67,8 @@ where
         tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
         sh.registry.insert(target, &tcb);
         let entity = tcb.entity.lock().take().expect("new task has its entity");
-        let slot = rq.q.enqueue(entity, tcb.clone(), EnqueueFlags::INITIAL, now);
+        let slot =
+            rq.q.enqueue(entity, tcb.clone(), EnqueueFlags::INITIAL, now);
         tcb.set_slot(slot);
         tcb.st.set_on_rq(QUEUED);
         let preempt = rq.q.wakeup_preempt(slot, WakeFlags::FORK, now);

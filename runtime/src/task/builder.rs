@@ -155,7 +155,11 @@ impl Builder {
         }
         if let Some(a) = &self.affinity {
             if a.iter().any(|&i| i >= MAX_WORKERS) {
-                return Err(Error::invalid("affinity", format!("{a:?}"), "worker indices below 256"));
+                return Err(Error::invalid(
+                    "affinity",
+                    format!("{a:?}"),
+                    "worker indices below 256",
+                ));
             }
         }
         Ok(SpawnOpts {

@@ -10,8 +10,9 @@
 //! * `state` — what the task wants: `RUNNING`, `BLOCKED` (it asked to sleep),
 //!   `WAKING` (a waker has claimed it and will enqueue it), `DEAD`.
 //! * `on_rq` — whether a run queue accounts for it: `QUEUED` (runnable,
-//!   running, or *delayed*), `NOT_QUEUED`, or `MIGRATING` (a balancer is
-//!   moving it between queues).
+//!   running, or *delayed*) or `NOT_QUEUED`. A balancer moves a queued
+//!   task while holding both run-queue locks, and wakers re-check the
+//!   task's worker after taking a lock, so no third state is needed.
 //! * `on_cpu` — its stack is live on a worker: set when a worker resumes it,
 //!   cleared (`Release`) by that worker once the context is saved and the
 //!   block/yield has been accounted.
@@ -52,8 +53,6 @@ pub(crate) const DEAD: u8 = 3;
 pub(crate) const NOT_QUEUED: u8 = 0;
 /// `on_rq`: queued (including running and delayed).
 pub(crate) const QUEUED: u8 = 1;
-/// `on_rq`: being moved between run queues.
-pub(crate) const MIGRATING: u8 = 2;
 
 /// The wake-protocol words of one task.
 pub(crate) struct TaskState {

@@ -28,7 +28,9 @@ use crate::worker::mask::WorkerMask;
 use crate::worker::wakelist::Linked;
 use parking_lot::Mutex;
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicI8, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI8, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 use std::sync::Arc;
 
 /// A strong reference to a task control block.

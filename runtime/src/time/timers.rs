@@ -82,11 +82,6 @@ impl Timers {
         }
     }
 
-    /// Number of armed entries (stale ones included).
-    pub(crate) fn len(&self) -> usize {
-        self.heap.len()
-    }
-
     /// Drops stale entries; amortised O(1) per insert (runs when the heap
     /// has doubled since the last sweep).
     fn sweep(&mut self) {

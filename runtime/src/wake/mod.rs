@@ -24,7 +24,7 @@ use crate::sched::{EnqueueFlags, Feature, WakeFlags};
 use crate::stats::Counter;
 use crate::task::state::{BLOCKED, NOT_QUEUED, QUEUED, RUNNING, WAKING};
 use crate::task::tcb::activation;
-use crate::task::{TaskRef, Tcb};
+use crate::task::TaskRef;
 use crate::time::clock;
 use crate::worker::{tls, Rq, Worker, RESCHED};
 
@@ -78,7 +78,8 @@ pub(crate) fn wake_task(t: &TaskRef) -> bool {
     let mut kind = activation::WAKE;
     if target != prev {
         kind |= activation::MIGRATED;
-        t.recent_cpu.store(prev as u32, std::sync::atomic::Ordering::Relaxed);
+        t.recent_cpu
+            .store(prev as u32, std::sync::atomic::Ordering::Relaxed);
         t.cpu
             .store(target as u32, std::sync::atomic::Ordering::Relaxed);
         count(sh, waker, Counter::migrations);
@@ -103,7 +104,8 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             && sh.feature(Feature::TtwuQueueDelayed)
         {
             t.st.set_state(WAKING);
-            t.activation.store(activation::WAKE, std::sync::atomic::Ordering::Relaxed);
+            t.activation
+                .store(activation::WAKE, std::sync::atomic::Ordering::Relaxed);
             push_wakelist(sh, t, w, waker);
             count(sh, waker, Counter::delayed_wakeups);
             return true;
@@ -212,7 +214,14 @@ fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kin
 /// wakelist), otherwise enqueues its saved entity (`ttwu_do_activate`,
 /// §11.4; `NEW`: the first enqueue of a spawned task, §11.6). Returns
 /// whether the wakeup-preemption check asks the running task to reschedule.
-pub(crate) fn activate(sh: &Shared, w: &Worker, rq: &mut Rq, t: TaskRef, kind: u8, now: u64) -> bool {
+pub(crate) fn activate(
+    sh: &Shared,
+    w: &Worker,
+    rq: &mut Rq,
+    t: TaskRef,
+    kind: u8,
+    now: u64,
+) -> bool {
     let _ = sh;
     debug_assert_eq!(t.cpu(), w.index);
     let flags;
@@ -250,10 +259,4 @@ pub(crate) fn activate(sh: &Shared, w: &Worker, rq: &mut Rq, t: TaskRef, kind: u
     let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, flags, now);
     t.st.set_state(RUNNING);
     preempt
-}
-
-/// Whether `t` is the task running on this OS thread.
-#[inline]
-pub(crate) fn is_current(t: &Tcb) -> bool {
-    tls::current().is_some_and(|c| std::ptr::eq(c, t))
 }

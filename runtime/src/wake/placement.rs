@@ -111,7 +111,8 @@ pub(crate) fn select_spawn_worker(sh: &Shared, aff: &WorkerMask, here: Option<us
     // Idlest: an idle worker if any (bounded scan), else the allowed worker
     // with the fewest queued tasks (round-robin among equals, so spawns from
     // outside spread out).
-    let start = here.unwrap_or_else(|| sh.spawn_cursor.fetch_add(1, Ordering::Relaxed)) % sh.workers.len();
+    let start =
+        here.unwrap_or_else(|| sh.spawn_cursor.fetch_add(1, Ordering::Relaxed)) % sh.workers.len();
     let mut probes = 0;
     let found = scan_idle(sh, aff, start, &mut probes);
     add_probes(sh, here, probes.max(1));

@@ -56,15 +56,6 @@ impl Waiter {
             }
         }
     }
-
-    /// Whether two waiters are the same sleeper.
-    pub(crate) fn same(&self, other: &Waiter) -> bool {
-        match (self, other) {
-            (Waiter::Green(a), Waiter::Green(b)) => std::sync::Arc::ptr_eq(a, b),
-            (Waiter::Thread(a), Waiter::Thread(b)) => a.id() == b.id(),
-            _ => false,
-        }
-    }
 }
 
 /// Parks the caller until woken, `ready()` is true, or `deadline` passes

@@ -135,7 +135,10 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, p: TaskRef, why: Resumed, n
         }
         Resumed::Finished => {
             let slot = rq.q.curr().expect("the task that exited is current");
-            match rq.q.dequeue(slot, DequeueFlags::SLEEP | DequeueFlags::SPECIAL, now) {
+            match rq
+                .q
+                .dequeue(slot, DequeueFlags::SLEEP | DequeueFlags::SPECIAL, now)
+            {
                 Dequeue::Removed(_entity, _task) => {}
                 Dequeue::Delayed => unreachable!("special dequeues are never delayed"),
             }

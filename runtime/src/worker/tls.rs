@@ -55,12 +55,6 @@ pub(crate) fn this_worker() -> Option<(&'static Shared, &'static Worker)> {
     worker().map(|(s, i)| (s, &s.workers[i]))
 }
 
-/// The worker index this OS thread serves, if any.
-#[inline]
-pub(crate) fn worker_index() -> Option<usize> {
-    worker().map(|(_, i)| i)
-}
-
 /// Sets the running task (the worker does this around each resume).
 pub(crate) fn set_current(t: *const Tcb) {
     CURRENT.with(|c| c.set(t));

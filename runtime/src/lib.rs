@@ -65,8 +65,8 @@ mod worker;
 pub use context::live_stacks;
 pub use error::Error;
 pub use runtime::api::{
-    current, in_green_thread, preempt_point, set_nice, set_slice, sleep, sleep_until, spawn,
-    try_current, yield_now,
+    current, in_green_thread, park, park_timeout, preempt_point, set_nice, set_slice, sleep,
+    sleep_until, spawn, try_current, yield_now,
 };
 pub use runtime::join::{Cancelled, JoinHandle};
 pub use runtime::{Builder, Runtime};

@@ -138,6 +138,58 @@ pub fn sleep_until(deadline: Instant) {
     }
 }
 
+/// Blocks the calling green thread until its token is made available by
+/// [`Task::unpark`] (like `std::thread::park`; spurious returns are
+/// possible, so call it in a loop that checks your condition). On an OS
+/// thread: `std::thread::park`.
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
+/// let flag = Arc::new(AtomicBool::new(false));
+/// let f = flag.clone();
+/// let h = rt.spawn(move || {
+///     while !f.load(Ordering::Acquire) {
+///         eevdf_rt::park();
+///     }
+/// });
+/// flag.store(true, Ordering::Release);
+/// h.task().unpark();
+/// h.join().unwrap();
+/// ```
+pub fn park() {
+    park_inner(None);
+}
+
+/// Like [`park`], but returns after `timeout` at the latest.
+pub fn park_timeout(timeout: Duration) {
+    park_inner(Instant::now().checked_add(timeout));
+}
+
+fn park_inner(deadline: Option<Instant>) {
+    let Some(me) = tls::current() else {
+        match deadline {
+            None => std::thread::park(),
+            Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
+        }
+        return;
+    };
+    let token = &me.unpark_token;
+    if token.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    waiter::park(
+        || token.load(std::sync::atomic::Ordering::SeqCst),
+        deadline,
+    );
+    // Re-fetch: we may run on another worker now (the task is the same).
+    if let Some(me) = tls::current() {
+        me.unpark_token
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The calling green thread's handle.
 ///
 /// # Panics

@@ -57,6 +57,18 @@ impl Task {
         self.tcb.custom_slice() != 0
     }
 
+    /// Makes the task's park token available, waking it if it is blocked in
+    /// [`park`](crate::park) (like `std::thread::Thread::unpark`). Callable
+    /// from any thread; a token given before the park makes the next park
+    /// return at once.
+    pub fn unpark(&self) {
+        // SeqCst: pairs with park's SeqCst read after marking itself blocked.
+        self.tcb
+            .unpark_token
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        crate::wake::wake_task(&self.tcb);
+    }
+
     /// Whether the task has exited.
     pub fn is_finished(&self) -> bool {
         self.tcb.st.state() == super::state::DEAD

@@ -76,6 +76,8 @@ pub(crate) struct Tcb {
     /// The running green thread's way back to its worker.
     pub(crate) suspend: SuspendSlot,
     timer_seq: AtomicU64,
+    /// The `park`/`unpark` token (like `std::thread::park`).
+    pub(crate) unpark_token: AtomicBool,
     /// A forced unwind (shutdown) is in progress: panics must propagate.
     pub(crate) cancelled: AtomicBool,
     /// Registry key (shard << 32 | index), for removal at exit.
@@ -121,6 +123,7 @@ impl Tcb {
             context: ContextCell(UnsafeCell::new(None)),
             suspend: SuspendSlot::new(),
             timer_seq: AtomicU64::new(0),
+            unpark_token: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
             reg_key: AtomicU64::new(u64::MAX),
         }

@@ -24,6 +24,8 @@
 
 mod invariants;
 mod pick;
+#[cfg(test)]
+mod tests;
 
 pub use pick::{MIGRATION_COST, NR_MIGRATE_BREAK};
 

@@ -10,9 +10,9 @@
 //! or `unsafe`.
 //!
 //! This file holds the accounting, enqueue/dequeue, the switch path,
-//! charging, the tick and attribute changes; [`pick`] holds the selection
-//! (pick, wakeup preemption, yield, steal) and [`invariants`] the O(n)
-//! self-check.
+//! charging, the tick and attribute changes; the private submodule `pick`
+//! holds the selection (pick, wakeup preemption, yield, steal) and
+//! `invariants` the O(n) self-check.
 //!
 //! # Caller bugs
 //!
@@ -923,14 +923,16 @@ impl<T> RunQueue<T> {
     /// An idle-policy entity keeps its weight of 3; only its nice level is
     /// recorded. Setting the same weight again changes nothing.
     ///
-    /// [D] EEVDF.md §7.3: the kernel's in-queue reweight places the current
-    /// entity while it is still counted in V and W (it is treated both as
-    /// existing and as joining). Here the entity is taken out of V and W
-    /// during its own placement, current or not, so its lag is conserved
-    /// exactly (up to rounding) — which is also what the kernel's nice
-    /// change of a task (dequeue, reweight, enqueue) does. A current entity
-    /// gets a fresh protection horizon, like the kernel's `set_next_task`.
+    /// The entity is taken out of V and W during its own placement, current
+    /// or not, so its lag is conserved exactly (up to rounding); a current
+    /// entity gets a fresh protection horizon, like the kernel's
+    /// `set_next_task` after a nice change.
     pub fn reweight(&mut self, slot: Slot, nice: i32, now: Nanos) -> Result<(), Error> {
+        // [D] EEVDF.md §7.3: the kernel's in-queue reweight places the
+        // current entity while it is still counted in V and W (treated both
+        // as existing and as joining). We exclude it (detach marks it not
+        // queued), which conserves its lag exactly and matches what the
+        // kernel's nice change of a task (dequeue, reweight, enqueue) does.
         let i = slot.0;
         let idx = nice_index(nice)?;
         let e = self.ent(i);

@@ -441,11 +441,22 @@ impl<T> RunQueue<T> {
     #[inline]
     fn mean_vrt(&self) -> u64 {
         let (s, w) = self.totals();
+        Self::mean_of(self.base, s, w)
+    }
+
+    /// `base + ⌊S/W⌋` (`base` if `W = 0`). The sums are relative to the
+    /// base, so `S` nearly always fits 64 bits: divide in 64 bits then (a
+    /// 128-bit division is a slow library call), in 128 otherwise.
+    #[inline]
+    fn mean_of(base: u64, s: i128, w: u64) -> u64 {
         if w == 0 {
-            return self.base;
+            return base;
         }
-        self.base
-            .wrapping_add(floor_div(s, w as i128) as i64 as u64)
+        let q = match (i64::try_from(s), i64::try_from(w)) {
+            (Ok(s), Ok(w)) => s.div_euclid(w) as i128, // w > 0: Euclidean = floor
+            _ => floor_div(s, w as i128),
+        };
+        base.wrapping_add(q as i64 as u64)
     }
 
     /// The shortest slice among queued entities (§4.5), `u64::MAX` if none:
@@ -510,9 +521,9 @@ impl<T> RunQueue<T> {
     /// What placement needs to know about the queue (the entity being
     /// placed is not counted in it).
     fn place_ctx(&self) -> PlaceCtx {
-        let (_, w) = self.totals();
+        let (s, w) = self.totals();
         PlaceCtx {
-            v: self.mean_vrt(),
+            v: Self::mean_of(self.base, s, w),
             w_others: w,
             nr_others: self.nr_queued,
             base_slice: self.params.base_slice,

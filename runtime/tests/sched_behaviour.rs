@@ -799,3 +799,27 @@ fn the_base_is_monotonic_and_wraps() {
     assert!(last < start, "the base wrapped past zero");
     w.rq.check_invariants().unwrap();
 }
+
+#[test]
+fn extreme_params_do_not_panic() {
+    // Params has public fields: even absurd values must not overflow
+    for params in [
+        Params {
+            base_slice: 0,
+            tick: 0,
+        },
+        Params {
+            base_slice: u64::MAX,
+            tick: u64::MAX,
+        },
+    ] {
+        let mut w = World::new(Features::default());
+        w.rq.set_params(params);
+        let a = w.spawn(0, 19, None);
+        w.spawn(1, -20, None);
+        w.run_ms(50);
+        let _ = w.rq.dequeue(a, DequeueFlags::SLEEP, w.now);
+        w.run_ms(5);
+        w.rq.check_invariants().unwrap();
+    }
+}

@@ -60,7 +60,9 @@ pub(crate) fn renew_deadline_if_due(e: &mut Entity, base_slice: Nanos) -> bool {
 /// steady-state bound is −r_max < lag < max(r_max, q).
 pub(crate) fn capture_lag(e: &mut Entity, v: u64, tick: Nanos) {
     let lag = vdiff(v, e.vrt);
-    let limit = e.fair_delta((2 * e.slice).max(tick)).min(i64::MAX as u64) as i64;
+    let limit = e
+        .fair_delta(e.slice.saturating_mul(2).max(tick))
+        .min(i64::MAX as u64) as i64;
     e.vlag = lag.clamp(-limit, limit);
 }
 

@@ -213,6 +213,9 @@ pub struct RunQueue<T> {
     /// Virtual-time base (min_vruntime, §4.4): monotonic, the reference of `sum_wk`.
     base: u64,
     /// Σ_{tree} w·(vrt − base).
+    // [D] EEVDF.md §2.6: 128-bit sums (and 128-bit products in the
+    // eligibility test) instead of the kernel's 64-bit ones, so no
+    // overflow or saturation logic is needed.
     sum_wk: i128,
     /// Σ_{tree} w.
     sum_w: u64,
@@ -740,6 +743,10 @@ impl<T> RunQueue<T> {
         let dec_runnable = sleep || finishing || !delayed;
         let v = self.mean_vrt(); // still counting the entity
         if self.curr == Some(i) {
+            // [D] the kernel keeps a blocked task as cfs_rq->curr (with
+            // on_rq = 0) until the switch; here the entity leaves the queue
+            // with its payload, so `curr` is cleared at once (the next
+            // set_curr then has no previous entity to put back).
             self.curr = None;
         } else {
             self.tree_remove(i);

@@ -60,7 +60,9 @@ pub(crate) fn renew_deadline_if_due(e: &mut Entity, base_slice: Nanos) -> bool {
 /// steady-state bound is −r_max < lag < max(r_max, q).
 pub(crate) fn capture_lag(e: &mut Entity, v: u64, tick: Nanos) {
     let lag = vdiff(v, e.vrt);
-    let limit = e.fair_delta((2 * e.slice).max(tick)).min(i64::MAX as u64) as i64;
+    let limit = e
+        .fair_delta(e.slice.saturating_mul(2).max(tick))
+        .min(i64::MAX as u64) as i64;
     e.vlag = lag.clamp(-limit, limit);
 }
 
@@ -95,7 +97,12 @@ pub(crate) fn place(e: &mut Entity, ctx: &PlaceCtx, initial: bool) {
     if ctx.place_lag && ctx.nr_others > 0 && e.vlag != 0 {
         // the kernel warns and uses 1 if the others weigh nothing
         let w_others = ctx.w_others.max(1) as i128;
-        lag = e.vlag as i128 * (w_others + e.weight as i128) / w_others;
+        let num = e.vlag as i128 * (w_others + e.weight as i128);
+        lag = match (i64::try_from(num), i64::try_from(w_others)) {
+            // 64-bit division when it fits (a 128-bit one is a library call)
+            (Ok(n), Ok(d)) => (n / d) as i128,
+            _ => num / w_others,
+        };
     }
     // |vlag| ≤ ~2^37 and (W+w)/W ≤ ~2^15, so the lag fits an i64 comfortably
     e.vrt = ctx.v.wrapping_sub(lag as i64 as u64);

@@ -10,9 +10,9 @@
 //! or `unsafe`.
 //!
 //! This file holds the accounting, enqueue/dequeue, the switch path,
-//! charging, the tick and attribute changes; [`pick`] holds the selection
-//! (pick, wakeup preemption, yield, steal) and [`invariants`] the O(n)
-//! self-check.
+//! charging and the tick; the private submodules hold the selection
+//! (`pick`: pick, wakeup preemption, yield, steal), attribute changes
+//! (`attr`: reweight, set_slice) and the O(n) self-check (`invariants`).
 //!
 //! # Caller bugs
 //!
@@ -22,13 +22,16 @@
 //! while it is current. Bad *values* (nice, slice) are reported as
 //! [`Error`]s and change nothing.
 
+mod attr;
 mod invariants;
 mod pick;
+#[cfg(test)]
+mod tests;
 
 pub use pick::{MIGRATION_COST, NR_MIGRATE_BREAK};
 
 use super::arena::Arena;
-use super::entity::{check_slice, Entity, Policy, MAX_SLICE, MIN_SLICE, NORMALIZED_BASE_SLICE};
+use super::entity::{Entity, Policy, MAX_SLICE, MIN_SLICE, NORMALIZED_BASE_SLICE};
 use super::features::{Feature, Features};
 use super::flags::{DequeueFlags, EnqueueFlags};
 use super::lru::Lru;
@@ -37,7 +40,6 @@ use super::place::{
 };
 use super::tree::AugTree;
 use super::vtime::{floor_div, vdiff, vmin, Nanos};
-use super::weight::{nice_index, INV_WEIGHTS, WEIGHTS};
 use crate::error::Error;
 
 /// Handle of an entity queued in a [`RunQueue`]. Valid from the enqueue that
@@ -211,6 +213,9 @@ pub struct RunQueue<T> {
     /// Virtual-time base (min_vruntime, §4.4): monotonic, the reference of `sum_wk`.
     base: u64,
     /// Σ_{tree} w·(vrt − base).
+    // [D] EEVDF.md §2.6: 128-bit sums (and 128-bit products in the
+    // eligibility test) instead of the kernel's 64-bit ones, so no
+    // overflow or saturation logic is needed.
     sum_wk: i128,
     /// Σ_{tree} w.
     sum_w: u64,
@@ -439,11 +444,22 @@ impl<T> RunQueue<T> {
     #[inline]
     fn mean_vrt(&self) -> u64 {
         let (s, w) = self.totals();
+        Self::mean_of(self.base, s, w)
+    }
+
+    /// `base + ⌊S/W⌋` (`base` if `W = 0`). The sums are relative to the
+    /// base, so `S` nearly always fits 64 bits: divide in 64 bits then (a
+    /// 128-bit division is a slow library call), in 128 otherwise.
+    #[inline]
+    fn mean_of(base: u64, s: i128, w: u64) -> u64 {
         if w == 0 {
-            return self.base;
+            return base;
         }
-        self.base
-            .wrapping_add(floor_div(s, w as i128) as i64 as u64)
+        let q = match (i64::try_from(s), i64::try_from(w)) {
+            (Ok(s), Ok(w)) => s.div_euclid(w) as i128, // w > 0: Euclidean = floor
+            _ => floor_div(s, w as i128),
+        };
+        base.wrapping_add(q as i64 as u64)
     }
 
     /// The shortest slice among queued entities (§4.5), `u64::MAX` if none:
@@ -508,9 +524,9 @@ impl<T> RunQueue<T> {
     /// What placement needs to know about the queue (the entity being
     /// placed is not counted in it).
     fn place_ctx(&self) -> PlaceCtx {
-        let (_, w) = self.totals();
+        let (s, w) = self.totals();
         PlaceCtx {
-            v: self.mean_vrt(),
+            v: Self::mean_of(self.base, s, w),
             w_others: w,
             nr_others: self.nr_queued,
             base_slice: self.params.base_slice,
@@ -706,12 +722,11 @@ impl<T> RunQueue<T> {
         {
             // Block while ineligible: stay queued (in V, W, load, nr_queued
             // and the tree or as curr) until picked, burning off the
-            // negative lag; only `nr_runnable` drops.
-            if !already_delayed {
-                self.ent_mut(i).delayed = true;
-                self.nr_runnable -= 1;
-                self.counters.delayed_dequeues += 1;
-            }
+            // negative lag; only `nr_runnable` drops. (Not already delayed:
+            // a sleep dequeue of a delayed entity is `finishing`.)
+            self.ent_mut(i).delayed = true;
+            self.nr_runnable -= 1;
+            self.counters.delayed_dequeues += 1;
             return Dequeue::Delayed;
         }
         let (e, t) = self.remove_entity(i, sleep, finishing);
@@ -728,6 +743,10 @@ impl<T> RunQueue<T> {
         let dec_runnable = sleep || finishing || !delayed;
         let v = self.mean_vrt(); // still counting the entity
         if self.curr == Some(i) {
+            // [D] the kernel keeps a blocked task as cfs_rq->curr (with
+            // on_rq = 0) until the switch; here the entity leaves the queue
+            // with its payload, so `curr` is cleared at once (the next
+            // set_curr then has no previous entity to put back).
             self.curr = None;
         } else {
             self.tree_remove(i);
@@ -891,116 +910,5 @@ impl<T> RunQueue<T> {
             }
         }
         self.resched != Resched::None
-    }
-
-    // ----------------------------------------------------------------
-    // Attribute changes (§7.3, §2.3)
-    // ----------------------------------------------------------------
-
-    /// Recomputes the current entity's protection after an attribute change,
-    /// as the kernel's `set_next_task` after a `sched_setattr`/nice change
-    /// of a running task does.
-    fn reprotect_curr(&mut self, i: u32) {
-        let quantum = self.protect_quantum();
-        let e = self.ent_mut(i);
-        e.vprot = protection_horizon(e, quantum);
-    }
-
-    /// Changes the nice level of a queued entity (§7.3), conserving its lag
-    /// and remaining request. Out-of-range nice is an error and changes nothing.
-    ///
-    /// The service lag `w·vlag` and the remaining request `w·(vdl − vrt)`
-    /// are what is conserved:
-    ///
-    /// ```text
-    /// vlag'      = vlag·w_old/w_new          (truncated)
-    /// vdl' − vrt' = (vdl − vrt)·w_old/w_new
-    /// ```
-    ///
-    /// Works on the current entity and on delayed ones (it stays delayed).
-    /// An idle-policy entity keeps its weight of 3; only its nice level is
-    /// recorded. Setting the same weight again changes nothing.
-    ///
-    /// [D] EEVDF.md §7.3: the kernel's in-queue reweight places the current
-    /// entity while it is still counted in V and W (it is treated both as
-    /// existing and as joining). Here the entity is taken out of V and W
-    /// during its own placement, current or not, so its lag is conserved
-    /// exactly (up to rounding) — which is also what the kernel's nice
-    /// change of a task (dequeue, reweight, enqueue) does. A current entity
-    /// gets a fresh protection horizon, like the kernel's `set_next_task`.
-    pub fn reweight(&mut self, slot: Slot, nice: i32, now: Nanos) -> Result<(), Error> {
-        let i = slot.0;
-        let idx = nice_index(nice)?;
-        let e = self.ent(i);
-        let new_w = WEIGHTS[idx];
-        if e.policy == Policy::Idle || e.weight == new_w {
-            self.ent_mut(i).nice = nice as i8;
-            return Ok(());
-        }
-        self.charge_current(now);
-        let is_curr = self.curr == Some(i);
-        let v = self.mean_vrt();
-        let tick = self.params.tick;
-        let e = self.ent_mut(i);
-        capture_lag(e, v, tick);
-        make_deadline_relative(e);
-        self.detach(i);
-        let e = self.ent_mut(i);
-        let old_w = e.weight as i128;
-        e.vlag = (e.vlag as i128 * old_w / new_w as i128) as i64;
-        e.vdl = ((e.vdl as i64) as i128 * old_w / new_w as i128) as i64 as u64;
-        e.weight = new_w;
-        e.inv_weight = INV_WEIGHTS[idx];
-        e.nice = nice as i8;
-        let ctx = self.place_ctx();
-        place(self.ent_mut(i), &ctx, false);
-        self.attach(i);
-        if is_curr {
-            self.reprotect_curr(i);
-        }
-        self.advance_base();
-        Ok(())
-    }
-
-    /// Changes the slice of a queued entity (`Some`: custom, `None`: back to
-    /// the base slice), like an attribute change: dequeue without SLEEP,
-    /// change, enqueue. Out of range is an error and changes nothing.
-    ///
-    /// The entity keeps its slot (the change is done in place), its lag
-    /// and, with PLACE_REL_DEADLINE, its remaining request (the new slice
-    /// takes effect at its next deadline); without PLACE_REL_DEADLINE it
-    /// gets a fresh request of the new slice. A delayed entity stays
-    /// delayed; a current entity gets a fresh protection horizon.
-    pub fn set_slice(&mut self, slot: Slot, slice: Option<Nanos>, now: Nanos) -> Result<(), Error> {
-        let i = slot.0;
-        let slice = slice.map(check_slice).transpose()?;
-        let _ = self.ent(i); // panics on a bad slot before anything changes
-        self.charge_current(now);
-        let is_curr = self.curr == Some(i);
-        let v = self.mean_vrt();
-        let tick = self.params.tick;
-        let rel = self.feat(Feature::PlaceRelDeadline);
-        let e = self.ent_mut(i);
-        capture_lag(e, v, tick);
-        if rel {
-            make_deadline_relative(e);
-        }
-        self.detach(i);
-        let e = self.ent_mut(i);
-        match slice {
-            Some(s) => {
-                e.slice = s;
-                e.fixed_slice = true;
-            }
-            None => e.fixed_slice = false, // placement refreshes it
-        }
-        let ctx = self.place_ctx();
-        place(self.ent_mut(i), &ctx, false);
-        self.attach(i);
-        if is_curr {
-            self.reprotect_curr(i);
-        }
-        self.advance_base();
-        Ok(())
     }
 }

@@ -12,8 +12,9 @@
 //! sub_min_slice(n) =  min(n.slice, sub_min_slice(n.left), sub_min_slice(n.right))
 //! ```
 //!
-//! They are recomputed bottom-up along the insertion / removal path and for
-//! both nodes of every rotation, so every operation is O(log n).
+//! They are recomputed bottom-up along the insertion / removal path (until
+//! nothing changes any more) and for both nodes of every rotation, so every
+//! operation is O(log n).
 //!
 //! The tree keeps its own copy of each member's `vdl`, `vrt` and `slice`
 //! (taken at insertion): the descent of the pick then touches only this
@@ -140,24 +141,30 @@ impl AugTree {
     }
 
     /// Recomputes height and augmentation of `i` from its children.
+    /// Returns whether any of the three values changed, and the AVL
+    /// balance `height(left) − height(right)`.
     #[inline]
-    fn update(&mut self, i: u32) {
+    fn update(&mut self, i: u32) -> (bool, i32) {
         let n = self.nodes[i as usize];
-        let mut height = 0;
+        let mut heights = [0u8; 2];
         let mut min_vrt = n.vrt;
         let mut min_slice = n.slice;
-        for c in [n.left, n.right] {
+        for (k, c) in [n.left, n.right].into_iter().enumerate() {
             if c != NIL {
                 let cn = &self.nodes[c as usize];
-                height = height.max(cn.height);
+                heights[k] = cn.height;
                 min_vrt = vmin(min_vrt, cn.sub_min_vrt);
                 min_slice = min_slice.min(cn.sub_min_slice);
             }
         }
+        let height = heights[0].max(heights[1]) + 1;
+        let changed =
+            n.height != height || n.sub_min_vrt != min_vrt || n.sub_min_slice != min_slice;
         let n = &mut self.nodes[i as usize];
-        n.height = height + 1;
+        n.height = height;
         n.sub_min_vrt = min_vrt;
         n.sub_min_slice = min_slice;
+        (changed, heights[0] as i32 - heights[1] as i32)
     }
 
     /// Makes `new` take `old`'s place under `parent` (or as the root).
@@ -212,7 +219,8 @@ impl AugTree {
     }
 
     /// Restores the AVL balance at `i` (whose children are balanced and
-    /// correctly augmented) and returns the root of the subtree afterwards.
+    /// correctly augmented, `i` itself being off by two) and returns the
+    /// root of the subtree afterwards.
     fn rebalance(&mut self, i: u32) -> u32 {
         let n = self.nodes[i as usize];
         let bal = self.height(n.left) as i32 - self.height(n.right) as i32;
@@ -233,15 +241,28 @@ impl AugTree {
         }
     }
 
-    /// Re-augments and rebalances every node from `i` up to the root.
+    /// Re-augments and rebalances the nodes from `i` upwards.
     ///
-    /// The walk always goes to the root (O(log n)): after a removal with a
-    /// successor swap, the swapped node sits higher up on this same path
-    /// and must be recomputed even where nothing below it changed.
-    fn fix_upwards(&mut self, mut i: u32) {
+    /// The walk stops early at a node that was not rotated and whose
+    /// height and augmented values did not change: everything above it
+    /// depends only on those values (EEVDF.md §3.4, "propagation stops
+    /// early"). It never stops before visiting `must_visit` (the successor
+    /// moved into a removed node's place, which sits higher on this same
+    /// path and must be recomputed); pass `NIL` when there is none.
+    fn fix_upwards(&mut self, mut i: u32, mut must_visit: u32) {
         while i != NIL {
-            self.update(i);
-            let top = self.rebalance(i);
+            if i == must_visit {
+                must_visit = NIL;
+            }
+            let (changed, balance) = self.update(i);
+            let top = if balance.abs() > 1 {
+                self.rebalance(i)
+            } else {
+                i
+            };
+            if top == i && !changed && must_visit == NIL {
+                return;
+            }
             i = self.nodes[top as usize].parent;
         }
     }
@@ -296,7 +317,7 @@ impl AugTree {
         if only_left {
             self.leftmost = i;
         }
-        self.fix_upwards(cur);
+        self.fix_upwards(cur, NIL);
     }
 
     /// The member following `i` in deadline order.
@@ -350,12 +371,18 @@ impl AugTree {
             self.nodes[s as usize].left = n.left;
             self.nodes[n.left as usize].parent = s;
             self.replace_child(n.parent, i, s);
-            self.nodes[s as usize].height = n.height;
-            self.fix_upwards(fix_from);
+            // s now stands where i stood: give it i's old height and
+            // augmentation, which is what i's parent aggregated, so the
+            // early stop in fix_upwards compares against the right values
+            let sn = &mut self.nodes[s as usize];
+            sn.height = n.height;
+            sn.sub_min_vrt = n.sub_min_vrt;
+            sn.sub_min_slice = n.sub_min_slice;
+            self.fix_upwards(fix_from, s);
         } else {
             let child = if n.left != NIL { n.left } else { n.right };
             self.replace_child(n.parent, i, child);
-            self.fix_upwards(n.parent);
+            self.fix_upwards(n.parent, NIL);
         }
         self.nodes[i as usize] = EMPTY;
         self.len -= 1;

@@ -237,13 +237,9 @@ impl<T> RunQueue<T> {
     /// ```
     ///
     /// Nothing happens if it is the only queued entity. The buddy is
-    /// cleared if it is the current entity.
-    ///
-    /// [D] The yielding entity also forfeits the rest of its protection. In
-    /// 6.12–6.16 moving the deadline ended the protection by itself (it was
-    /// "vlag == vdl"); with 6.17's explicit `vprot` a yield inside the
-    /// protection would otherwise change nothing until `vprot`, and a
-    /// runtime's `yield_now()` must let an earlier deadline run.
+    /// cleared if it is the current entity. The yielding entity also
+    /// forfeits the rest of its slice protection, so the next pick can run
+    /// an entity with an earlier deadline.
     pub fn yield_current(&mut self, now: Nanos) {
         if self.nr_queued <= 1 {
             return;
@@ -255,6 +251,11 @@ impl<T> RunQueue<T> {
         self.charge_current(now);
         let e = self.ent_mut(c);
         e.vdl = e.vdl.wrapping_add(e.fair_delta(e.slice));
+        // [D] Cancel the protection. In 6.12–6.16 moving the deadline ended
+        // it by itself (protection was "vlag == vdl"); with 6.17's explicit
+        // `vprot` a yield inside the protection would change nothing until
+        // `vprot`, and a runtime's `yield_now()` must let an earlier
+        // deadline run.
         self.cancel_protect(c);
     }
 
@@ -262,7 +263,7 @@ impl<T> RunQueue<T> {
     /// `can_migrate`): walks the queue from the least recently run entity,
     /// examining at most 32 candidates, and returns the first that passes:
     ///
-    /// - not the current entity, not delayed ([D] delayed entities are never
+    /// - not the current entity, not delayed (delayed entities are never
     ///   migrated: the runtime does not balance by load);
     /// - unless `balance_failed`: eligible here when the destination is busy
     ///   (`dst_busy`) and PLACE_LAG is on (its lag travels with it, so an
@@ -290,6 +291,8 @@ impl<T> RunQueue<T> {
             }
             let q = self.arena.get(i);
             if q.entity.delayed {
+                // [D] the kernel migrates delayed tasks when balancing by
+                // load; the runtime never does (EEVDF.md §8.2, simpler)
                 continue;
             }
             if check_lag && !self.eligible(i) {

@@ -11,6 +11,33 @@ pub(crate) fn set_min_timer_slack() {
     let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Futex wait and wake on a process-private word (linux-futex).
+pub(crate) mod futex {
+    use linux_futex::{AsFutex, Private};
+    use std::sync::atomic::AtomicU32;
+    use std::time::Duration;
+
+    /// Sleeps while `*word == expected` (spurious returns allowed).
+    pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+        let f = AsFutex::<Private>::as_futex(word);
+        // Errors are all "return and let the caller re-check": the value
+        // changed (WouldBlock), a signal (Interrupted), or the timeout.
+        match timeout {
+            Some(t) => {
+                let _ = f.wait_for(expected, t);
+            }
+            None => {
+                let _ = f.wait(expected);
+            }
+        }
+    }
+
+    /// Wakes one waiter sleeping on `word`.
+    pub(crate) fn wake(word: &AtomicU32) {
+        let _ = AsFutex::<Private>::as_futex(word).wake(1);
+    }
+}
+
 /// Number of CPUs this process may run on.
 pub(crate) fn allowed_cpus() -> usize {
     std::thread::available_parallelism()

@@ -60,7 +60,9 @@ fn many_os_threads_spawn_and_join_concurrently() {
         })
         .collect();
     let total: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
-    let expect: u64 = (0..4u64).map(|t| (0..500).map(|i| t * 1000 + i).sum::<u64>()).sum();
+    let expect: u64 = (0..4u64)
+        .map(|t| (0..500).map(|i| t * 1000 + i).sum::<u64>())
+        .sum();
     assert_eq!(total, expect);
 }
 
@@ -85,7 +87,10 @@ fn panics_are_isolated() {
     let msg = rt.block_on(|| {
         let h = eevdf_rt::spawn(|| panic!("child {}", 7));
         let p = h.join().unwrap_err();
-        p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| format!("{:?}", p.type_id()))
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| format!("{:?}", p.type_id()))
     });
     assert_eq!(msg, "child 7");
 }
@@ -99,7 +104,10 @@ fn nested_block_on_is_rejected() {
         let p = r.unwrap_err();
         p.downcast_ref::<String>().cloned().unwrap_or_default()
     });
-    assert!(msg.contains("block_on") && msg.contains("green thread"), "{msg}");
+    assert!(
+        msg.contains("block_on") && msg.contains("green thread"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -108,16 +116,31 @@ fn invalid_builder_values_are_errors() {
         (Builder::new().workers(0), "workers"),
         (Builder::new().workers(100_000), "workers"),
         (Builder::new().stack_size(1024), "stack_size"),
-        (Builder::new().base_slice(Duration::from_nanos(10)), "base_slice"),
-        (Builder::new().base_slice(Duration::from_secs(1)), "base_slice"),
+        (
+            Builder::new().base_slice(Duration::from_nanos(10)),
+            "base_slice",
+        ),
+        (
+            Builder::new().base_slice(Duration::from_secs(1)),
+            "base_slice",
+        ),
         (Builder::new().tick(Duration::ZERO), "tick"),
         (Builder::new().tick(Duration::from_secs(5)), "tick"),
-        (Builder::new().idle_spin(Duration::from_secs(5)), "idle_spin"),
-        (Builder::new().features("NO_SUCH_FEATURE"), "NO_SUCH_FEATURE"),
+        (
+            Builder::new().idle_spin(Duration::from_secs(5)),
+            "idle_spin",
+        ),
+        (
+            Builder::new().features("NO_SUCH_FEATURE"),
+            "NO_SUCH_FEATURE",
+        ),
     ];
     for (b, what) in cases {
         let err = b.build().unwrap_err().to_string();
-        assert!(err.contains(what.trim_start_matches("NO_")), "{what}: {err}");
+        assert!(
+            err.contains(what.trim_start_matches("NO_")),
+            "{what}: {err}"
+        );
     }
     let rt = rt(2);
     let bad = [
@@ -141,21 +164,37 @@ fn invalid_builder_values_are_errors() {
 
 #[test]
 fn features_switch_at_run_time() {
-    let rt = Builder::new().workers(2).features("NO_DELAY_DEQUEUE").build().unwrap();
+    let rt = Builder::new()
+        .workers(2)
+        .features("NO_DELAY_DEQUEUE")
+        .build()
+        .unwrap();
     assert!(rt.features().contains("NO_DELAY_DEQUEUE"));
     rt.set_features("DELAY_DEQUEUE,NO_TTWU_QUEUE").unwrap();
     let f = rt.features();
-    assert!(f.contains("NO_TTWU_QUEUE") && !f.contains("NO_DELAY_DEQUEUE"), "{f}");
+    assert!(
+        f.contains("NO_TTWU_QUEUE") && !f.contains("NO_DELAY_DEQUEUE"),
+        "{f}"
+    );
     let before = rt.features();
     assert!(rt.set_features("TTWU_QUEUE,BOGUS").is_err());
-    assert_eq!(rt.features(), before, "a failed set_features changes nothing");
+    assert_eq!(
+        rt.features(),
+        before,
+        "a failed set_features changes nothing"
+    );
     // the runtime still runs after switches, with tasks in flight
     let h = rt.spawn(|| {
         for _ in 0..100 {
             eevdf_rt::sleep(Duration::from_micros(200));
         }
     });
-    for spec in ["NO_DELAY_DEQUEUE", "DELAY_DEQUEUE", "NO_RUN_TO_PARITY", "TTWU_QUEUE_DELAYED"] {
+    for spec in [
+        "NO_DELAY_DEQUEUE",
+        "DELAY_DEQUEUE",
+        "NO_RUN_TO_PARITY",
+        "TTWU_QUEUE_DELAYED",
+    ] {
         rt.set_features(spec).unwrap();
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -205,7 +244,10 @@ fn sleep_and_park_timing() {
         eevdf_rt::sleep(Duration::from_millis(20));
         t.elapsed()
     });
-    assert!(late >= Duration::from_millis(20) && late < Duration::from_millis(500), "{late:?}");
+    assert!(
+        late >= Duration::from_millis(20) && late < Duration::from_millis(500),
+        "{late:?}"
+    );
     let waited = rt.block_on(|| {
         let t = Instant::now();
         eevdf_rt::park_timeout(Duration::from_millis(10));
@@ -249,7 +291,13 @@ fn stats_table_and_counts() {
     assert!(t.yields >= 10);
     assert!(t.picks >= 11);
     let table = s.to_string();
-    for name in ["context_switches", "wakeups_remote_queued", "delayed_dequeues", "kicks", "steals"] {
+    for name in [
+        "context_switches",
+        "wakeups_remote_queued",
+        "delayed_dequeues",
+        "kicks",
+        "steals",
+    ] {
         assert!(table.contains(name), "{table}");
     }
 }

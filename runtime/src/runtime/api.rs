@@ -10,13 +10,13 @@ use super::join::JoinHandle;
 use super::spawn;
 use crate::context::Switch;
 use crate::error::Error;
-use crate::sched::check_slice;
 use crate::sched::weight::nice_index;
+use crate::sched::{check_slice, Feature};
 use crate::task::builder::SpawnOpts;
 use crate::task::{switch_out, Task};
 use crate::time::clock;
 use crate::wake::waiter;
-use crate::worker::{tls, RESCHED, TICK, TIMER};
+use crate::worker::{tls, RESCHED, TICK, TIMER, WAKELIST};
 use std::time::{Duration, Instant};
 
 /// Spawns a green thread on the runtime of the calling green thread.
@@ -89,10 +89,37 @@ fn preempt_slow() {
     let flags = w.flags();
     let mut tick = false;
     let mut switch = flags & (RESCHED | TIMER) != 0;
+    if flags & WAKELIST != 0 {
+        // Remote wakeups queued for us while we run: enqueue them now (the
+        // kernel does this in the reschedule IPI) so they compete at once.
+        let now = clock::now();
+        let (preempt, deadline) = {
+            let mut rq = w.lock();
+            let p = crate::worker::run::drain_wakelist(sh, w, &mut rq, now);
+            w.publish_nr_running(&rq);
+            (p, w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick)))
+        };
+        if preempt {
+            switch = true;
+        } else {
+            crate::time::ticker::check_deadline(sh, deadline);
+        }
+    }
     if flags & TICK != 0 {
         w.clear_flags(TICK);
         let now = clock::now();
-        let resched = w.lock().q.tick(now);
+        let (resched, deadline, queued) = {
+            let mut rq = w.lock();
+            let r = rq.q.tick(now);
+            let d = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
+            (r, d, rq.q.nr_queued())
+        };
+        if !resched {
+            crate::time::ticker::check_deadline(sh, deadline);
+        }
+        if sh.feature(Feature::NewidleBalance) {
+            crate::wake::balance::kick_idle_for_balance(sh, w, queued, now);
+        }
         if resched {
             tick = flags & RESCHED == 0;
             switch = true;
@@ -104,7 +131,6 @@ fn preempt_slow() {
             switch = true;
         }
     }
-    let _ = sh;
     if switch {
         w.clear_flags(TIMER);
         switch_out(Switch::Preempt { tick });
@@ -179,10 +205,7 @@ fn park_inner(deadline: Option<Instant>) {
     if token.swap(false, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
-    waiter::park(
-        || token.load(std::sync::atomic::Ordering::SeqCst),
-        deadline,
-    );
+    waiter::park(|| token.load(std::sync::atomic::Ordering::SeqCst), deadline);
     // Re-fetch: we may run on another worker now (the task is the same).
     if let Some(me) = tls::current() {
         me.unpark_token

@@ -174,6 +174,35 @@ impl Runtime {
         self.shared.features()
     }
 
+    /// A one-line-per-worker dump of the scheduler's internal state (idle
+    /// state, pending flags, queue length, timers), for diagnosing hangs.
+    #[doc(hidden)]
+    pub fn debug_state(&self) -> String {
+        use std::fmt::Write;
+        let sh = &self.shared;
+        let mut s = format!(
+            "ticker state={} seq={} deadline={} now={}\n",
+            sh.ticker_state.load(Ordering::SeqCst),
+            sh.ticker_seq.load(Ordering::SeqCst),
+            sh.ticker_deadline.load(Ordering::SeqCst),
+            crate::time::clock::now()
+        );
+        for w in sh.workers.iter() {
+            let _ = writeln!(
+                s,
+                "w{} idle={} flags={:#x} nr_running={} wakelist_empty={} next_timer={} preempt_at={}",
+                w.index,
+                w.idle().get(),
+                w.flags(),
+                w.nr_running(),
+                w.wakelist.is_empty(),
+                w.next_timer.load(Ordering::SeqCst),
+                w.preempt_at.load(Ordering::SeqCst),
+            );
+        }
+        s
+    }
+
     /// Green threads that have been spawned and not yet exited.
     pub fn live_tasks(&self) -> usize {
         self.shared.registry.len()

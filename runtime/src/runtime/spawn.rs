@@ -88,9 +88,8 @@ where
         sh.registry.insert(here.unwrap_or(target), &tcb);
         tcb.activation.store(activation::NEW, Ordering::Relaxed);
         let w = &sh.workers[target];
-        w.wakelist.push(tcb.clone());
         wake::count(sh, here, Counter::spawned_remote);
-        if w.idle().kick() {
+        if w.post(tcb.clone()) {
             wake::count(sh, here, Counter::kicks);
         }
     }

@@ -69,6 +69,12 @@ features! {
     /// wakeup, even while protected ("Reschedule the cfs_rq when current is
     /// ineligible", BACKGROUND.md §3). Not merged upstream; off by default.
     TickEligible = "TICK_ELIGIBLE", default false, source "proposed patch, 2024";
+    /// Runtime's own [D] (EEVDF.md §5.4): a per-worker preemption timer
+    /// fires when the running task's protection or slice ends, instead of
+    /// waiting for the next tick. The kernel's HRTICK is off in 6.17 and on
+    /// in later trees; a cooperative runtime needs it for short slices to
+    /// mean anything at a coarse tick, so it is on by default here.
+    Hrtick = "HRTICK", default true, source "runtime (kernel HRTICK, §5.4)";
     /// Remote wakeups to an idle worker go through its lock-free wakelist
     /// instead of taking its run-queue lock (§11.2).
     TtwuQueue = "TTWU_QUEUE", default true, source "kernel";

@@ -882,6 +882,36 @@ impl<T> RunQueue<T> {
         false
     }
 
+    /// Real time (ns) until the next point where a charge of the current
+    /// entity changes the picture: the end of its protection if it is still
+    /// protected, otherwise its deadline (after which it starts a new
+    /// request), `⌈vdiff(horizon, vrt)·w/1024⌉` (EEVDF.md §5.4 [D]: the
+    /// runtime arms its per-worker preemption timer with this, so a
+    /// shortened protection or an expired slice takes effect on time instead
+    /// of at the next tick). Once the protection is over, the current entity
+    /// keeps running only while it is still the EEVDF choice, and the
+    /// kernel's hrtick likewise waits for the slice end. `None` when nothing
+    /// else is queued (no switch would happen) or there is no queued current
+    /// entity; `Some(0)` when the horizon has already passed.
+    pub fn time_to_preempt(&self) -> Option<Nanos> {
+        if self.nr_queued <= 1 {
+            return None;
+        }
+        let c = self.curr_queued()?;
+        let e = self.ent(c);
+        let horizon = if super::place::is_protected(e) {
+            crate::sched::vtime::vmin(e.vprot, e.vdl)
+        } else {
+            e.vdl
+        };
+        let v = crate::sched::vtime::vdiff(horizon, e.vrt);
+        if v <= 0 {
+            return Some(0);
+        }
+        let real = (v as u128 * e.weight as u128).div_ceil(super::weight::NICE_0_WEIGHT as u128);
+        Some(real.min(u64::MAX as u128) as u64)
+    }
+
     /// The periodic tick (§5.3): promotes a lazy request, charges the current
     /// entity (deadline / protection checks) and, with TICK_ELIGIBLE,
     /// reschedules an ineligible current entity. Returns whether a reschedule

@@ -21,6 +21,7 @@
 //!   [`ContextCell`]).
 
 use crate::context::{GreenContext, SuspendSlot};
+use crate::loom::AtomicPtr;
 use crate::runtime::shared::Shared;
 use crate::sched::{Entity, Slot};
 use crate::task::state::TaskState;
@@ -28,9 +29,7 @@ use crate::worker::mask::WorkerMask;
 use crate::worker::wakelist::Linked;
 use parking_lot::Mutex;
 use std::cell::UnsafeCell;
-use std::sync::atomic::{
-    AtomicBool, AtomicI8, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
-};
+use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// A strong reference to a task control block.
@@ -201,6 +200,7 @@ impl Tcb {
     /// it current under its run-queue lock and has not switched it out), or
     /// hold the task exclusively (shutdown after all workers stopped).
     #[inline]
+    #[allow(clippy::mut_from_ref)] // interior mutability; exclusivity is the caller's contract
     pub(crate) unsafe fn context_mut(&self) -> &mut Option<GreenContext> {
         // SAFETY: exclusivity is the caller's contract (see above).
         unsafe { &mut *self.context.0.get() }

@@ -29,8 +29,9 @@
 //!   sleep and then reads `ticker_state`.
 
 use crate::runtime::shared::Shared;
+use crate::sys::futex;
 use crate::time::clock;
-use crate::worker::idle::{self, futex};
+use crate::worker::idle;
 use crate::worker::{TICK, TIMER};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -56,6 +57,16 @@ fn scan_timers(sh: &Shared, now: u64) -> u64 {
             w.set_flags(TIMER);
         } else {
             earliest = earliest.min(t);
+        }
+        let p = w.preempt_at.load(Ordering::SeqCst);
+        if p <= now {
+            // Deliver once; the worker re-arms when it charges or switches.
+            let _ = w
+                .preempt_at
+                .compare_exchange(p, u64::MAX, Ordering::SeqCst, Ordering::Relaxed);
+            w.set_flags(TICK);
+        } else {
+            earliest = earliest.min(p);
         }
     }
     earliest
@@ -149,8 +160,8 @@ pub(crate) fn worker_unparked(sh: &Shared) {
     }
 }
 
-/// Called by a worker before it resumes a task: make sure the ticker will
-/// wake up for this worker's earliest timer.
+/// Called by a worker before it resumes a task (and by wakers that changed
+/// its preemption time): make sure the ticker will wake up by `deadline`.
 #[inline]
 pub(crate) fn check_deadline(sh: &Shared, next_timer: u64) {
     if next_timer < sh.ticker_deadline.load(Ordering::SeqCst) {

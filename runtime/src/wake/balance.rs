@@ -74,6 +74,33 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, failures: &mut u32) -> 
     true
 }
 
+/// Called at a tick of busy worker `w` whose queue holds `queued` tasks:
+/// if it has tasks to spare and some worker sleeps in the kernel, kick one
+/// so it wakes and runs newidle balance (the kernel's nohz idle-balance
+/// kick: a parked worker cannot notice an imbalance by itself). At most one
+/// kick per `interval` per busy worker. Returns whether it kicked.
+pub(crate) fn kick_idle_for_balance(sh: &Shared, w: &Worker, queued: u32, now: u64) -> bool {
+    if queued < 2 || sh.workers.len() < 2 {
+        return false;
+    }
+    let interval = 4 * sh.config.tick.as_nanos() as u64;
+    let last = w.last_balance_kick.load(Ordering::Relaxed);
+    if now.saturating_sub(last) < interval {
+        return false;
+    }
+    w.last_balance_kick.store(now, Ordering::Relaxed);
+    let n = sh.workers.len();
+    for k in 1..n {
+        let i = (w.index + k) % n;
+        let other = &sh.workers[i];
+        if other.idle().get() == crate::worker::idle::PARKED && other.idle().kick() {
+            w.stats.inc(Counter::kicks);
+            return true;
+        }
+    }
+    false
+}
+
 /// Locks two workers' run queues in index order (the global lock order);
 /// returns `(a's, b's)` guards.
 pub(crate) fn lock_pair<'a>(

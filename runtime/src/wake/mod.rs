@@ -25,7 +25,7 @@ use crate::stats::Counter;
 use crate::task::state::{BLOCKED, NOT_QUEUED, QUEUED, RUNNING, WAKING};
 use crate::task::tcb::activation;
 use crate::task::TaskRef;
-use crate::time::clock;
+use crate::time::{clock, ticker};
 use crate::worker::{tls, Rq, Worker, RESCHED};
 
 /// The waker's worker index if this thread is a worker of `sh`.
@@ -123,12 +123,19 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             rq.q.requeue_delayed(slot, now);
             count(sh, waker, Counter::delayed_wakeups);
         }
-        if rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, WakeFlags::NONE, now) {
-            w.set_flags(RESCHED);
-            count(sh, waker, Counter::wakeup_preemptions);
+        let mut deadline = u64::MAX;
+        if rq.q.curr() != Some(slot) {
+            if rq.q.wakeup_preempt(slot, WakeFlags::NONE, now) {
+                w.set_flags(RESCHED);
+                count(sh, waker, Counter::wakeup_preemptions);
+            } else {
+                // The wakee may have shortened the running task's protection.
+                deadline = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
+            }
         }
         t.st.set_state(RUNNING);
         drop(rq);
+        ticker::check_deadline(sh, deadline);
         count(
             sh,
             waker,
@@ -167,12 +174,8 @@ fn try_wakelist(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, k
 
 /// Hands `t` to `w`'s wakelist and kicks `w` if it is parked.
 fn push_wakelist(sh: &Shared, t: &TaskRef, w: &Worker, waker: Option<usize>) {
-    // The push's SeqCst CAS publishes `activation` and every write the
-    // waker made to the task, and orders the push before the kick's load of
-    // the idle state (worker::idle protocol).
-    w.wakelist.push(t.clone());
     count(sh, waker, Counter::wakeups_remote_queued);
-    if w.idle().kick() {
+    if w.post(t.clone()) {
         count(sh, waker, Counter::kicks);
     }
 }
@@ -188,10 +191,17 @@ fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kin
     let mut rq = w.lock();
     let preempt = activate(sh, w, &mut rq, t.clone(), kind, now);
     w.publish_nr_running(&rq);
+    let deadline = if preempt {
+        u64::MAX
+    } else {
+        w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick))
+    };
     drop(rq);
     if preempt {
         w.set_flags(RESCHED);
         count(sh, waker, Counter::wakeup_preemptions);
+    } else {
+        ticker::check_deadline(sh, deadline);
     }
     count(
         sh,

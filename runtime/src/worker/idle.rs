@@ -10,20 +10,21 @@
 //!
 //! ```text
 //!   worker (going idle)                 waker (publishing work)
-//!   state.store(PARKED, SeqCst)         publish work (SeqCst: wakelist CAS / counter)
-//!   if has_work() (SeqCst loads)        if state.load(SeqCst) == PARKED
-//!       cancel_park(); run it               && CAS(PARKED → RUNNING) wins
+//!   state.store(PARKED); fence(SeqCst)  publish work (wakelist CAS / counter)
+//!   if has_work()                       fence(SeqCst); if state.load() == PARKED
+//!       set_running(); run it               && CAS(PARKED → RUNNING) wins
 //!   else futex_wait(state, PARKED)              futex_wake(state)
 //! ```
 //!
-//! Both sides store then load with `SeqCst`, so in the single total order
-//! either the worker's re-check sees the work, or the waker's load sees
-//! `PARKED` and wakes it: no lost wakeup. A worker that is merely `POLLING`
+//! Each side stores, then a `SeqCst` fence, then loads; the two fences are
+//! totally ordered, so either the worker's re-check sees the work, or the
+//! waker's load sees `PARKED` and wakes it: no lost wakeup. (Fences rather
+//! than `SeqCst` accesses: the same guarantee, and loom can check it.) A worker that is merely `POLLING`
 //! needs no syscall — it sees the work on its next poll. The CAS makes sure
 //! only one waker pays for the syscall; `futex_wait` returns at once if the
 //! word is no longer `PARKED`.
 
-use crate::loom::{AtomicU32, Ordering};
+use crate::loom::{fence, AtomicU32, Ordering};
 use std::time::Duration;
 
 /// Running a task or the scheduler.
@@ -56,16 +57,20 @@ impl IdleState {
         self.word.store(POLLING, Ordering::SeqCst);
     }
 
-    /// Back to running (after polling found work, or after a park).
+    /// Back to running (after polling found work, or instead of a park).
+    /// `SeqCst`: pairs with the ticker's park re-check (time::ticker).
     pub(crate) fn set_running(&self) {
-        self.word.store(RUNNING, Ordering::Relaxed);
+        if self.word.load(Ordering::Relaxed) != RUNNING {
+            self.word.store(RUNNING, Ordering::SeqCst);
+        }
     }
 
     /// First half of parking: announce it. The caller must re-check every
     /// work source with `SeqCst` loads afterwards, then call `park` or
     /// `set_running`.
     pub(crate) fn prepare_park(&self) {
-        self.word.store(PARKED, Ordering::SeqCst);
+        self.word.store(PARKED, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
     }
 
     /// Second half: sleep until kicked, `timeout` passes, or a spurious
@@ -81,7 +86,8 @@ impl IdleState {
     /// Wakes the worker if it is parked. Returns whether a wake syscall was made.
     /// Call after publishing the work with a `SeqCst` operation.
     pub(crate) fn kick(&self) -> bool {
-        if self.word.load(Ordering::SeqCst) != PARKED {
+        fence(Ordering::SeqCst);
+        if self.word.load(Ordering::Relaxed) != PARKED {
             return false;
         }
         if self
@@ -99,31 +105,7 @@ impl IdleState {
 
 /// The futex calls, or loom's stand-in for them.
 #[cfg(not(loom))]
-pub(crate) mod futex {
-    use linux_futex::{AsFutex, Private};
-    use std::sync::atomic::AtomicU32;
-    use std::time::Duration;
-
-    /// Sleeps while `*word == expected` (spurious returns allowed).
-    pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-        let f = AsFutex::<Private>::as_futex(word);
-        // Errors are all "return and let the caller re-check": the value
-        // changed (WouldBlock), a signal (Interrupted), or the timeout.
-        match timeout {
-            Some(t) => {
-                let _ = f.wait_for(expected, t);
-            }
-            None => {
-                let _ = f.wait(expected);
-            }
-        }
-    }
-
-    /// Wakes one waiter sleeping on `word`.
-    pub(crate) fn wake(word: &AtomicU32) {
-        let _ = AsFutex::<Private>::as_futex(word).wake(1);
-    }
-}
+pub(crate) use crate::sys::futex;
 
 /// Loom model of a futex: waiting spins (yielding to the model) until the
 /// word changes, so a lost wakeup shows up as a livelock loom reports.
@@ -175,5 +157,44 @@ mod tests {
         idle.prepare_park();
         assert!(idle.kick());
         assert_eq!(idle.get(), RUNNING);
+    }
+}
+
+/// Loom model of the park/kick protocol:
+/// `RUSTFLAGS="--cfg loom" cargo test -p eevdf-rt --lib --release loom`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::loom::AtomicBool;
+    use loom::sync::Arc;
+
+    /// A worker going idle and a waker publishing work concurrently: the
+    /// worker always ends up seeing the work (a lost wakeup would leave it
+    /// spinning in the modelled futex wait, which loom reports), and the
+    /// waker pays for a wake only if the worker really announced PARKED.
+    #[test]
+    fn loom_park_kick_no_lost_wakeup() {
+        loom::model(|| {
+            let idle = Arc::new(IdleState::new());
+            let work = Arc::new(AtomicBool::new(false));
+            let (i2, w2) = (idle.clone(), work.clone());
+            let worker = loom::thread::spawn(move || {
+                i2.start_polling();
+                if w2.load(Ordering::SeqCst) {
+                    i2.set_running();
+                    return;
+                }
+                i2.prepare_park();
+                if w2.load(Ordering::SeqCst) {
+                    i2.set_running();
+                    return;
+                }
+                i2.park(None);
+                assert!(w2.load(Ordering::SeqCst), "woken without work");
+            });
+            work.store(true, Ordering::SeqCst);
+            idle.kick();
+            worker.join().unwrap();
+        });
     }
 }

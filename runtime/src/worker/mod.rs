@@ -32,6 +32,12 @@ pub(crate) const RESCHED: u32 = 1;
 pub(crate) const TICK: u32 = 2;
 /// `flags` bit: a timer of this worker is due (switch so the scheduler fires it).
 pub(crate) const TIMER: u32 = 4;
+/// `flags` bit: the wakelist has tasks to enqueue (the runtime's reschedule
+/// IPI: the running task's next preemption point drains it).
+pub(crate) const WAKELIST: u32 = 8;
+
+/// Shortest delay of the preemption timer (ns).
+const MIN_PREEMPT_DELAY: u64 = 10_000;
 
 /// Everything behind a worker's run-queue lock.
 pub(crate) struct Rq {
@@ -57,6 +63,11 @@ pub(crate) struct Worker {
     nr_running: CachePadded<AtomicU32>,
     /// Earliest armed timer (ns), a mirror for the owner's cheap check.
     pub(crate) next_timer: AtomicU64,
+    /// When the running task's protection or slice ends (ns; HRTICK), or
+    /// `u64::MAX`. The ticker delivers a `TICK` then.
+    pub(crate) preempt_at: AtomicU64,
+    /// When this worker last kicked a parked worker to balance (ns; owner only).
+    pub(crate) last_balance_kick: AtomicU64,
     /// Counters written only by this worker's OS thread.
     pub(crate) stats: CachePadded<Counters>,
 }
@@ -88,6 +99,8 @@ impl Worker {
             }),
             nr_running: CachePadded::new(AtomicU32::new(0)),
             next_timer: AtomicU64::new(u64::MAX),
+            preempt_at: AtomicU64::new(u64::MAX),
+            last_balance_kick: AtomicU64::new(0),
             stats: CachePadded::new(Counters::new()),
         }
     }
@@ -157,6 +170,43 @@ impl Worker {
             rq.timers.next_deadline().unwrap_or(u64::MAX),
             Ordering::SeqCst,
         );
+    }
+
+    /// Arms the preemption timer for the current task (under the lock):
+    /// `now` + the time until its protection or slice ends (HRTICK), or
+    /// disarms it. Returns the earliest instant the ticker must wake for
+    /// this worker (timer or preemption); the caller passes it to
+    /// `ticker::check_deadline` after dropping the lock.
+    pub(crate) fn arm_preempt(&self, rq: &Rq, now: u64, hrtick: bool) -> u64 {
+        let at = if hrtick {
+            // At least MIN_PREEMPT_DELAY away, like the kernel's hrtick
+            // minimum: a horizon that has just passed is handled by the
+            // charge that follows, not by a storm of timer ticks.
+            rq.q.time_to_preempt()
+                .map_or(u64::MAX, |d| now.saturating_add(d.max(MIN_PREEMPT_DELAY)))
+        } else {
+            u64::MAX
+        };
+        if self.preempt_at.load(Ordering::Relaxed) != at {
+            // SeqCst: pairs with the ticker's re-scan (time::ticker).
+            self.preempt_at.store(at, Ordering::SeqCst);
+        }
+        at.min(self.next_timer.load(Ordering::Relaxed))
+    }
+
+    /// Hands `t` to this worker's wakelist (the waker has claimed it and set
+    /// its `activation`), tells a busy worker to drain it at its next
+    /// preemption point, and kicks a parked one. Returns whether a wake
+    /// syscall was made.
+    pub(crate) fn post(&self, t: TaskRef) -> bool {
+        // The push's SeqCst CAS publishes `activation` and every write the
+        // waker made to the task, and orders the push before the kick's
+        // load of the idle state (worker::idle protocol).
+        if self.wakelist.push(t) {
+            // First task on an empty list: one flag per batch, like one IPI.
+            self.set_flags(WAKELIST);
+        }
+        self.idle().kick()
     }
 
     /// Whether this worker has work it has not looked at (for the idle loop).

@@ -11,7 +11,7 @@
 //! down); no allocation or syscall in the steady state. Must not: run user
 //! code on the scheduler stack (timers only wake tasks).
 
-use super::{idle as idle_state, tls, Rq, Worker, RESCHED, TICK, TIMER};
+use super::{idle as idle_state, tls, Rq, Worker, RESCHED, TICK, TIMER, WAKELIST};
 use crate::context::{Resumed, Switch};
 use crate::runtime::shared::Shared;
 use crate::sched::{Dequeue, DequeueFlags, Feature, Pick};
@@ -82,8 +82,9 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<TaskRef> {
         }
         if let Some(next) = pick(w, &mut rq, now) {
             w.publish_nr_running(&rq);
+            let deadline = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
             drop(rq);
-            ticker::check_deadline(sh, w.next_timer.load(Ordering::Relaxed));
+            ticker::check_deadline(sh, deadline);
             if prev_id != Some(next.id) {
                 w.stats.inc(Counter::context_switches);
                 if let Some((_, tick)) = preempted {
@@ -156,12 +157,16 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, p: TaskRef, why: Resumed, n
     p.st.set_on_cpu(false);
 }
 
-/// Enqueues every task waiting on the wakelist (FIFO).
-fn drain_wakelist(sh: &Shared, w: &Worker, rq: &mut Rq, now: u64) {
+/// Enqueues every task waiting on the wakelist (FIFO), under `w`'s lock.
+/// Returns whether one of them asks the running task to reschedule.
+pub(crate) fn drain_wakelist(sh: &Shared, w: &Worker, rq: &mut Rq, now: u64) -> bool {
+    w.clear_flags(WAKELIST);
+    let mut preempt = false;
     for t in w.wakelist.take_all() {
         let kind = t.activation.load(Ordering::Relaxed);
-        wake::activate(sh, w, rq, t, kind, now);
+        preempt |= wake::activate(sh, w, rq, t, kind, now);
     }
+    preempt
 }
 
 /// EEVDF pick; completes delayed dequeues the pick chooses.
@@ -249,8 +254,12 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
                 .then(|| std::time::Duration::from_nanos(next.saturating_sub(clock::now())));
             w.stats.inc(Counter::parks);
             w.idle().park(timeout);
-            ticker::worker_unparked(sh);
+        } else {
+            w.idle().set_running();
         }
+        // We were visible as PARKED: the ticker may have parked because of
+        // it, so tell it we are running again (time::ticker protocol).
+        ticker::worker_unparked(sh);
     }
     w.idle().set_running();
     sh.idle_mask.remove(w.index);

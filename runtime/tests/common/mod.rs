@@ -6,7 +6,11 @@ use std::time::Duration;
 
 /// Runs `f` on a helper thread and fails the test (instead of hanging) if it
 /// does not finish within `secs` seconds.
-pub fn with_timeout<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+pub fn with_timeout<T: Send + 'static>(
+    secs: u64,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));

@@ -1,0 +1,235 @@
+//! Scheduling behaviour end to end: CPU shares by weight, wakeup latency of
+//! a short-slice task against hogs, migration by newidle balance (and none
+//! for pinned tasks), delayed dequeue on and off.
+//!
+//! Bounds are behavioural with generous margins (a wrong scheduler misses
+//! them by far), never speed.
+
+mod common;
+
+use common::{burn, with_timeout};
+use eevdf_rt::Builder;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Timing-sensitive tests run one at a time, on unpinned workers: parallel
+/// tests would otherwise compete for the same (pinned) core and measure
+/// each other.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn builder(workers: usize) -> Builder {
+    Builder::new().workers(workers).pin_workers(false)
+}
+
+/// One unit of CPU work between preemption points (~1–3 µs).
+fn work_unit(x: &mut u64) {
+    for i in 0..200u64 {
+        *x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+    }
+    std::hint::black_box(*x);
+}
+
+#[test]
+fn cpu_shares_follow_weights() {
+    let _serial = serial();
+    with_timeout(120, "cpu shares", || {
+        let rt = builder(1).build().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let nices = [0, 0, 5];
+        let counters: Vec<Arc<AtomicU64>> =
+            nices.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+        let hs: Vec<_> = nices
+            .iter()
+            .zip(&counters)
+            .map(|(&nice, c)| {
+                let (stop, c) = (stop.clone(), c.clone());
+                eevdf_rt::task::Builder::new()
+                    .nice(nice)
+                    .spawn_on(&rt, move || {
+                        let mut x = 1u64;
+                        let mut n = 0u64;
+                        while !stop.load(Ordering::Relaxed) {
+                            work_unit(&mut x);
+                            n += 1;
+                            if n % 64 == 0 {
+                                c.store(n, Ordering::Relaxed);
+                            }
+                            eevdf_rt::preempt_point();
+                        }
+                        c.store(n, Ordering::Relaxed);
+                    })
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(200)); // warm up
+        let base: Vec<u64> = counters.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        std::thread::sleep(Duration::from_millis(1000));
+        let end: Vec<u64> = counters.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        stop.store(true, Ordering::Relaxed);
+        for h in hs {
+            h.join().unwrap();
+        }
+        let done: Vec<f64> = end.iter().zip(&base).map(|(e, b)| (e - b) as f64).collect();
+        let total: f64 = done.iter().sum();
+        let weights = [1024.0, 1024.0, 335.0];
+        let wsum: f64 = weights.iter().sum();
+        for i in 0..3 {
+            let share = done[i] / total;
+            let expect = weights[i] / wsum;
+            assert!(
+                (share - expect).abs() / expect < 0.10,
+                "task {i} (nice {}): share {share:.3}, expected {expect:.3} (all: {done:?})\n{}",
+                nices[i],
+                rt.stats()
+            );
+        }
+    });
+}
+
+#[test]
+fn short_slice_sleeper_wakes_promptly_among_hogs() {
+    let _serial = serial();
+    with_timeout(120, "latency", || {
+        let rt = builder(1).build().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let hogs: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                rt.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        burn(Duration::from_micros(10));
+                        eevdf_rt::preempt_point();
+                    }
+                })
+            })
+            .collect();
+        let lateness = eevdf_rt::task::Builder::new()
+            .slice(Duration::from_micros(100))
+            .spawn_on(&rt, || {
+                let mut late = Vec::with_capacity(500);
+                let mut next = Instant::now() + Duration::from_millis(1);
+                for _ in 0..500 {
+                    eevdf_rt::sleep_until(next);
+                    late.push(Instant::now().saturating_duration_since(next));
+                    next += Duration::from_millis(1);
+                }
+                late
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        stop.store(true, Ordering::Relaxed);
+        for h in hogs {
+            h.join().unwrap();
+        }
+        let mut l = lateness;
+        l.sort();
+        let p50 = l[l.len() / 2];
+        let p99 = l[l.len() * 99 / 100];
+        // The hogs' slices are 0.7 ms each: a scheduler that made the probe
+        // wait for them would show p99 ≥ ~0.7–1.4 ms.
+        assert!(
+            p99 < Duration::from_millis(1),
+            "p50 {p50:?} p99 {p99:?}\n{}",
+            rt.stats()
+        );
+    });
+}
+
+#[test]
+fn unpinned_tasks_spread_pinned_tasks_stay() {
+    let _serial = serial();
+    with_timeout(120, "migration", || {
+        let rt = builder(2).build().unwrap();
+        let (seen1, pinned_moved) = rt.block_on(|| {
+            let me = eevdf_rt::current().worker();
+            let stop = Arc::new(AtomicBool::new(false));
+            let seen_other = Arc::new(AtomicBool::new(false));
+            let pinned_moved = Arc::new(AtomicBool::new(false));
+            let mut hs = Vec::new();
+            for _ in 0..6 {
+                let (stop, seen) = (stop.clone(), seen_other.clone());
+                // SPAWN_LOCAL: all start on our worker; the other worker steals
+                hs.push(eevdf_rt::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        burn(Duration::from_micros(20));
+                        if eevdf_rt::current().worker() != me {
+                            seen.store(true, Ordering::Relaxed);
+                        }
+                        eevdf_rt::preempt_point();
+                    }
+                }));
+            }
+            for _ in 0..3 {
+                let (stop, moved) = (stop.clone(), pinned_moved.clone());
+                hs.push(
+                    eevdf_rt::task::Builder::new()
+                        .pin(me)
+                        .spawn(move || {
+                            while !stop.load(Ordering::Relaxed) {
+                                burn(Duration::from_micros(20));
+                                if eevdf_rt::current().worker() != me {
+                                    moved.store(true, Ordering::Relaxed);
+                                }
+                                eevdf_rt::preempt_point();
+                            }
+                        })
+                        .unwrap(),
+                );
+            }
+            eevdf_rt::sleep(Duration::from_millis(300));
+            stop.store(true, Ordering::Relaxed);
+            for h in hs {
+                h.join().unwrap();
+            }
+            (
+                seen_other.load(Ordering::Relaxed),
+                pinned_moved.load(Ordering::Relaxed),
+            )
+        });
+        let s = rt.stats().total();
+        assert!(s.steals > 0, "no steals\n{}", rt.stats());
+        assert!(seen1, "no unpinned task ever ran on the other worker");
+        assert!(!pinned_moved, "a pinned task moved");
+    });
+}
+
+/// A task that runs past its fair share (no preemption point) and then
+/// sleeps blocks while ineligible.
+fn ineligible_sleeps(features: &str) -> u64 {
+    let rt = builder(1).features(features).build().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let other = rt.spawn(move || {
+        while !s2.load(Ordering::Relaxed) {
+            burn(Duration::from_micros(20));
+            eevdf_rt::preempt_point();
+        }
+    });
+    let h = rt.spawn(|| {
+        for _ in 0..20 {
+            burn(Duration::from_millis(2)); // overrun: vruntime ahead of V
+            eevdf_rt::sleep(Duration::from_micros(200));
+        }
+    });
+    h.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    other.join().unwrap();
+    rt.stats().total().delayed_dequeues
+}
+
+#[test]
+fn delayed_dequeue_on_and_off() {
+    let _serial = serial();
+    with_timeout(120, "delayed dequeue", || {
+        let on = ineligible_sleeps("");
+        assert!(on > 0, "DELAY_DEQUEUE on: no delayed dequeue counted");
+        let off = ineligible_sleeps("NO_DELAY_DEQUEUE");
+        assert_eq!(off, 0, "NO_DELAY_DEQUEUE: delayed dequeues counted");
+    });
+}

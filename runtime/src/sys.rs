@@ -38,6 +38,20 @@ pub(crate) mod futex {
     }
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds (the clock `Instant` uses), read
+/// without `Instant`'s conversions: this is the one clock read of a switch.
+#[inline]
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always
+    // exists on Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Number of CPUs this process may run on.
 pub(crate) fn allowed_cpus() -> usize {
     std::thread::available_parallelism()

@@ -55,7 +55,7 @@ impl Registry {
     }
 
     /// Removes `task` (at exit). Returns the registry's reference.
-    pub(crate) fn remove(&self, task: &TaskRef) -> Option<TaskRef> {
+    pub(crate) fn remove(&self, task: &crate::task::Tcb) -> Option<TaskRef> {
         let key = task.reg_key.swap(u64::MAX, Ordering::Relaxed);
         if key == u64::MAX {
             return None;

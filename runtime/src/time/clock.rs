@@ -1,28 +1,29 @@
 //! The runtime's clock.
 //!
-//! Owns: one monotonic nanosecond clock (`CLOCK_MONOTONIC` through
-//! `Instant`) shared by every worker, so `now` values from different workers
-//! compare, and the conversions to and from `Instant`. Must not: be read
-//! more than once per context switch on the switch path (DESIGN.md's hot-path
-//! rule); callers pass `now` down.
+//! Owns: one monotonic nanosecond clock (`CLOCK_MONOTONIC`, the clock
+//! `Instant` uses) shared by every worker, so `now` values from different
+//! workers compare, and the conversion from `Instant`. Must not: be read
+//! more than once per context switch on the switch path (DESIGN.md's
+//! hot-path rule); callers pass `now` down.
 
-use std::sync::OnceLock;
+use crate::sys;
 use std::time::Instant;
 
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-/// Nanoseconds since the process-wide epoch (monotonic).
+/// Nanoseconds on the monotonic clock.
 #[inline]
 pub(crate) fn now() -> u64 {
-    Instant::now().saturating_duration_since(epoch()).as_nanos() as u64
+    sys::monotonic_ns()
 }
 
-/// An `Instant` as nanoseconds since the epoch (0 for instants before it).
+/// An `Instant` on the runtime's clock (exact up to the few ns between the
+/// two reads it takes; saturates at 0).
 pub(crate) fn from_instant(t: Instant) -> u64 {
-    t.saturating_duration_since(epoch()).as_nanos() as u64
+    let (ref_i, ref_ns) = (Instant::now(), now());
+    if t >= ref_i {
+        ref_ns.saturating_add((t - ref_i).as_nanos().min(u64::MAX as u128) as u64)
+    } else {
+        ref_ns.saturating_sub((ref_i - t).as_nanos().min(u64::MAX as u128) as u64)
+    }
 }
 
 #[cfg(test)]
@@ -35,9 +36,10 @@ mod tests {
         let a = now();
         let b = now();
         assert!(b >= a);
-        let i = Instant::now();
+        let i = Instant::now() + Duration::from_millis(5);
         let ns = from_instant(i);
-        assert!(ns >= a);
-        assert!(Duration::from_nanos(ns - a) < Duration::from_secs(1));
+        let diff = ns as i128 - (now() as i128 + 5_000_000);
+        assert!(diff.abs() < 1_000_000, "{diff}");
+        assert!(from_instant(Instant::now() - Duration::from_millis(1)) < now());
     }
 }

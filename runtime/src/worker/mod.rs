@@ -188,8 +188,11 @@ impl Worker {
             u64::MAX
         };
         if self.preempt_at.load(Ordering::Relaxed) != at {
-            // SeqCst: pairs with the ticker's re-scan (time::ticker).
-            self.preempt_at.store(at, Ordering::SeqCst);
+            // Not SeqCst (this runs on every switch, and a SeqCst store is a
+            // full barrier): if this store races with the ticker's planning,
+            // the ticker may sleep until its next tick, so the preemption is
+            // at most one tick late — what it would be without HRTICK.
+            self.preempt_at.store(at, Ordering::Release);
         }
         at.min(self.next_timer.load(Ordering::Relaxed))
     }

@@ -17,16 +17,36 @@ use crate::runtime::shared::Shared;
 use crate::sched::{Dequeue, DequeueFlags, Feature, Pick};
 use crate::stats::Counter;
 use crate::task::state::{BLOCKED, DEAD, NOT_QUEUED};
-use crate::task::TaskRef;
+use crate::task::{TaskRef, Tcb};
 use crate::time::{clock, ticker};
 use crate::wake::{self, balance};
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// A task this worker runs or has just run, held without touching its
+/// reference count (two atomic operations per switch saved).
+#[derive(Clone, Copy)]
+struct Running(NonNull<Tcb>);
+
+impl Running {
+    fn new(t: &TaskRef) -> Self {
+        Running(NonNull::from(&**t))
+    }
+
+    #[inline]
+    fn get(&self) -> &Tcb {
+        // SAFETY: the registry holds a strong reference to every task from
+        // spawn until `handle_prev` processes its exit on this worker, and a
+        // `Running` is never used after that (handle_prev consumes it).
+        unsafe { self.0.as_ref() }
+    }
+}
 
 /// State private to the worker thread's scheduler context.
 struct Local {
     /// The task that just switched out, and why.
-    prev: Option<(TaskRef, Resumed)>,
+    prev: Option<(Running, Resumed)>,
     /// Reusable buffer for expired timers.
     expired: Vec<TaskRef>,
     /// Consecutive failed newidle balance attempts.
@@ -44,11 +64,11 @@ pub(crate) fn worker_main(shared: Arc<Shared>, index: usize) {
         balance_failures: 0,
     };
     while let Some(next) = schedule(sh, w, &mut local) {
-        tls::set_current(Arc::as_ptr(&next));
+        tls::set_current(next.0.as_ptr());
         // SAFETY: `schedule` made `next` current on this worker under its
         // run-queue lock and set `on_cpu`; only this worker resumes its
         // current task, until it switches out.
-        let ctx = unsafe { next.context_mut() }
+        let ctx = unsafe { next.get().context_mut() }
             .as_mut()
             .expect("a runnable task has a context");
         let why = ctx.resume();
@@ -59,7 +79,7 @@ pub(crate) fn worker_main(shared: Arc<Shared>, index: usize) {
 }
 
 /// Chooses the next task to run, or `None` at shutdown.
-fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<TaskRef> {
+fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     let mut now = clock::now();
     if w.next_timer.load(Ordering::Relaxed) <= now {
         fire_timers(w, now, &mut local.expired);
@@ -67,10 +87,10 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<TaskRef> {
     let mut rq = w.lock();
     let prev = local.prev.take();
     let mut preempted: Option<(u64, bool)> = None;
-    let prev_id = prev.as_ref().map(|(p, _)| p.id);
+    let prev_id = prev.as_ref().map(|(p, _)| p.get().id);
     if let Some((p, why)) = prev {
         if let Resumed::Switched(Switch::Preempt { tick }) = why {
-            preempted = Some((p.id, tick));
+            preempted = Some((p.get().id, tick));
         }
         handle_prev(sh, w, &mut rq, p, why, now);
     }
@@ -85,7 +105,7 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<TaskRef> {
             let deadline = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
             drop(rq);
             ticker::check_deadline(sh, deadline);
-            if prev_id != Some(next.id) {
+            if prev_id != Some(next.get().id) {
                 w.stats.inc(Counter::context_switches);
                 if let Some((_, tick)) = preempted {
                     w.stats.inc(Counter::preemptions);
@@ -108,7 +128,8 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<TaskRef> {
 }
 
 /// Accounts the task that just switched out (its context is saved now).
-fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, p: TaskRef, why: Resumed, now: u64) {
+fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, prev: Running, why: Resumed, now: u64) {
+    let p = prev.get();
     match why {
         Resumed::Switched(Switch::Yield) => {
             rq.q.yield_current(now);
@@ -120,6 +141,12 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, p: TaskRef, why: Resumed, n
             // while it waits for this lock): then the block is a no-op.
             if p.st.state() == BLOCKED {
                 let slot = rq.q.curr().expect("the task that switched out is current");
+                let timer = match why {
+                    Resumed::Switched(Switch::BlockUntil(deadline)) => {
+                        Some((deadline, rq.q.payload(slot).clone()))
+                    }
+                    _ => None,
+                };
                 match rq.q.dequeue(slot, DequeueFlags::SLEEP, now) {
                     Dequeue::Delayed => w.stats.inc(Counter::delayed_dequeues),
                     Dequeue::Removed(entity, task) => {
@@ -129,8 +156,8 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, p: TaskRef, why: Resumed, n
                         task.st.set_on_rq(NOT_QUEUED);
                     }
                 }
-                if let Resumed::Switched(Switch::BlockUntil(deadline)) = why {
-                    w.arm_timer(rq, deadline, p.clone());
+                if let Some((deadline, task)) = timer {
+                    w.arm_timer(rq, deadline, task);
                 }
             }
         }
@@ -149,7 +176,11 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, p: TaskRef, why: Resumed, n
             if let Some(ctx) = unsafe { p.context_mut() }.take() {
                 rq.stacks.put(ctx.into_stack());
             }
-            sh.registry.remove(&p);
+            // Last use of `prev`: the registry's reference may be the last one.
+            let registered = sh.registry.remove(p);
+            p.st.set_on_cpu(false);
+            drop(registered);
+            return;
         }
     }
     // The context is saved and accounted: wakers may hand the task to
@@ -170,15 +201,15 @@ pub(crate) fn drain_wakelist(sh: &Shared, w: &Worker, rq: &mut Rq, now: u64) -> 
 }
 
 /// EEVDF pick; completes delayed dequeues the pick chooses.
-fn pick(w: &Worker, rq: &mut Rq, now: u64) -> Option<TaskRef> {
+fn pick(w: &Worker, rq: &mut Rq, now: u64) -> Option<Running> {
     loop {
         match rq.q.pick_next(now) {
             Pick::Run(slot) => {
                 rq.q.set_curr(slot, now);
                 rq.q.clear_resched();
                 w.clear_flags(RESCHED);
-                let t = rq.q.payload(slot).clone();
-                t.st.set_on_cpu(true);
+                let t = Running::new(rq.q.payload(slot));
+                t.get().st.set_on_cpu(true);
                 w.stats.inc(Counter::picks);
                 return Some(t);
             }

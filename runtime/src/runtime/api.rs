@@ -96,7 +96,7 @@ fn preempt_slow() {
         let (preempt, deadline) = {
             let mut rq = w.lock();
             let p = crate::worker::run::drain_wakelist(sh, w, &mut rq, now);
-            w.publish_nr_running(&rq);
+            w.publish_nr_running(sh, &rq);
             (p, w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick)))
         };
         if preempt {

@@ -27,8 +27,10 @@ pub(crate) struct Config {
 /// The runtime's shared state.
 pub(crate) struct Shared {
     pub(crate) workers: Box<[Worker]>,
-    /// Workers that are idle (polling or parked).
+    /// Workers that are idle (polling for a while, or parked).
     pub(crate) idle_mask: AtomicMask,
+    /// Number of workers with at least two queued tasks (gates newidle balance).
+    pub(crate) overloaded: AtomicU32,
     pub(crate) config: Config,
     features: AtomicU32,
     pub(crate) registry: Registry,
@@ -51,6 +53,7 @@ impl Shared {
             registry: Registry::new(workers.len()),
             workers,
             idle_mask: AtomicMask::new(),
+            overloaded: AtomicU32::new(0),
             config,
             features: AtomicU32::new(features.bits()),
             shutdown: AtomicBool::new(false),

@@ -72,7 +72,7 @@ where
         tcb.set_slot(slot);
         tcb.st.set_on_rq(QUEUED);
         let preempt = rq.q.wakeup_preempt(slot, WakeFlags::FORK, now);
-        w.publish_nr_running(&rq);
+        w.publish_nr_running(sh, &rq);
         drop(rq);
         if preempt {
             w.set_flags(RESCHED);

@@ -21,6 +21,11 @@ const CACHE_NICE_TRIES: u32 = 2;
 
 /// The busiest other worker with at least two queued tasks, if any.
 pub(crate) fn busiest(sh: &Shared, me: usize) -> Option<usize> {
+    // Cheap gate: nobody has two tasks, nothing to pull (one read-mostly
+    // line instead of every worker's).
+    if sh.overloaded.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
     let mut best = None;
     let mut best_n = 1;
     for (i, w) in sh.workers.iter().enumerate() {
@@ -57,7 +62,7 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, failures: &mut u32) -> 
     let Dequeue::Removed(entity, task) = src_rq.q.dequeue(slot, DequeueFlags::NONE, now) else {
         unreachable!("steal_candidate never returns a delayed task")
     };
-    src.publish_nr_running(&src_rq);
+    src.publish_nr_running(sh, &src_rq);
     drop(src_rq);
     task.recent_cpu.store(src_i as u32, Ordering::Relaxed);
     task.cpu.store(me as u32, Ordering::Relaxed);
@@ -67,7 +72,7 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, failures: &mut u32) -> 
     if dst_rq.q.curr() != Some(new_slot) {
         dst_rq.q.wakeup_preempt(new_slot, WakeFlags::NONE, now);
     }
-    w.publish_nr_running(&dst_rq);
+    w.publish_nr_running(sh, &dst_rq);
     *failures = 0;
     w.stats.inc(Counter::steals);
     w.stats.inc(Counter::migrations);

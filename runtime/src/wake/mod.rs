@@ -190,7 +190,7 @@ fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kin
     let now = clock::now();
     let mut rq = w.lock();
     let preempt = activate(sh, w, &mut rq, t.clone(), kind, now);
-    w.publish_nr_running(&rq);
+    w.publish_nr_running(sh, &rq);
     let deadline = if preempt {
         u64::MAX
     } else {

@@ -15,6 +15,7 @@ pub(crate) mod tls;
 pub(crate) mod wakelist;
 
 use crate::context::StackPool;
+use crate::runtime::shared::Shared;
 use crate::sched::{Features, Params, RunQueue};
 use crate::stats::Counters;
 use crate::task::TaskRef;
@@ -55,12 +56,10 @@ pub(crate) struct Worker {
     rq: CachePadded<Mutex<Rq>>,
     /// Remote wakeups waiting for this worker to enqueue them.
     pub(crate) wakelist: CachePadded<WakeList<Tcb>>,
-    /// Idle state and pending-work flags, read by the owner at every
-    /// preemption point and written rarely by others.
+    /// Idle state, pending-work flags and the queue length: the one line a
+    /// remote waker reads and writes (ttwu_queue_cond, the wakelist flag,
+    /// the kick), and the owner reads at every preemption point.
     hot: CachePadded<Hot>,
-    /// Number of queued tasks (a lock-free mirror of the run queue's
-    /// `nr_queued`, updated under the lock), for placement and balancing.
-    nr_running: CachePadded<AtomicU32>,
     /// Earliest armed timer (ns), a mirror for the owner's cheap check.
     pub(crate) next_timer: AtomicU64,
     /// When the running task's protection or slice ends (ns; HRTICK), or
@@ -75,6 +74,9 @@ pub(crate) struct Worker {
 pub(crate) struct Hot {
     pub(crate) idle: IdleState,
     pub(crate) flags: AtomicU32,
+    /// Number of queued tasks (a lock-free mirror of the run queue's
+    /// `nr_queued`, updated under the lock), for placement and balancing.
+    nr_running: AtomicU32,
 }
 
 impl Worker {
@@ -96,8 +98,8 @@ impl Worker {
             hot: CachePadded::new(Hot {
                 idle: IdleState::new(),
                 flags: AtomicU32::new(0),
+                nr_running: AtomicU32::new(0),
             }),
-            nr_running: CachePadded::new(AtomicU32::new(0)),
             next_timer: AtomicU64::new(u64::MAX),
             preempt_at: AtomicU64::new(u64::MAX),
             last_balance_kick: AtomicU64::new(0),
@@ -140,17 +142,30 @@ impl Worker {
     /// Queued tasks (lock-free mirror).
     #[inline]
     pub(crate) fn nr_running(&self) -> u32 {
-        self.nr_running.load(Ordering::SeqCst)
+        self.hot.nr_running.load(Ordering::SeqCst)
     }
 
     /// Refreshes the mirror after the queue changed (under the lock).
     /// `SeqCst`: a waker that enqueued inline and then checks whether the
     /// worker is parked pairs with the worker's park-time re-check.
     #[inline]
-    pub(crate) fn publish_nr_running(&self, rq: &Rq) {
+    pub(crate) fn publish_nr_running(&self, sh: &Shared, rq: &Rq) {
         let n = rq.q.nr_queued();
-        if self.nr_running.load(Ordering::Relaxed) != n {
-            self.nr_running.store(n, Ordering::SeqCst);
+        let old = self.hot.nr_running.load(Ordering::Relaxed);
+        if old != n {
+            self.hot.nr_running.store(n, Ordering::SeqCst);
+            // The "someone has a task to spare" count that gates newidle
+            // balancing (the kernel's root-domain `overloaded`): touched only
+            // when this queue crosses two tasks, so it stays read-mostly.
+            match (old >= 2, n >= 2) {
+                (false, true) => {
+                    sh.overloaded.fetch_add(1, Ordering::Relaxed);
+                }
+                (true, false) => {
+                    sh.overloaded.fetch_sub(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
         }
     }
 

@@ -101,7 +101,7 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
             return None;
         }
         if let Some(next) = pick(w, &mut rq, now) {
-            w.publish_nr_running(&rq);
+            w.publish_nr_running(sh, &rq);
             let deadline = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
             drop(rq);
             ticker::check_deadline(sh, deadline);
@@ -116,7 +116,7 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
             }
             return Some(next);
         }
-        w.publish_nr_running(&rq);
+        w.publish_nr_running(sh, &rq);
         drop(rq);
         go_idle(sh, w, local);
         now = clock::now();
@@ -243,8 +243,12 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
     if balance && balance::newidle(sh, w, clock::now(), &mut local.balance_failures) {
         return;
     }
-    sh.idle_mask.insert(w.index);
     w.idle().start_polling();
+    // The idle bitmap (for placement) is only updated once an idle period
+    // outlasts a first poll round (~1 µs): two atomic read-modify-writes on
+    // a line every worker shares are not paid for a blip of idleness, and a
+    // worker about to get work back is no better a target than a busy one.
+    let mut in_mask = false;
     let spin = sh.config.idle_spin.as_nanos() as u64;
     let mut found = false;
     if spin > 0 {
@@ -257,6 +261,10 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
             }
             iter = iter.wrapping_add(1);
             if iter % 32 == 0 {
+                if !in_mask {
+                    sh.idle_mask.insert(w.index);
+                    in_mask = true;
+                }
                 if balance
                     && balance::busiest(sh, w.index).is_some()
                     && balance::newidle(sh, w, clock::now(), &mut local.balance_failures)
@@ -277,6 +285,10 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
         }
     }
     if !found {
+        if !in_mask {
+            sh.idle_mask.insert(w.index);
+            in_mask = true;
+        }
         w.idle().prepare_park();
         // Re-check every work source after announcing PARKED (worker::idle).
         if !(w.has_pending_work() || sh.is_shutdown()) {
@@ -293,6 +305,8 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
         ticker::worker_unparked(sh);
     }
     w.idle().set_running();
-    sh.idle_mask.remove(w.index);
+    if in_mask {
+        sh.idle_mask.remove(w.index);
+    }
     debug_assert_ne!(w.idle().get(), idle_state::PARKED);
 }

@@ -37,6 +37,10 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 pub(crate) enum Switch {
     /// `yield_now`: move the deadline back and pick again.
     Yield,
+    /// Directed yield to the task at this address (a `Tcb`, kept alive by
+    /// the yielder): yield and make it the next buddy if it is queued on
+    /// the same worker (used by `join` on a task that has not run yet).
+    YieldTo(*const ()),
     /// A preemption point found a pending reschedule (`tick`: the tick asked for it).
     Preempt {
         /// The reschedule came from the tick (slice or protection end, TICK_ELIGIBLE).

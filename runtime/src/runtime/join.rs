@@ -5,8 +5,11 @@
 //! [`JoinHandle`]. Must not: schedule; waiting goes through
 //! `wake::waiter`.
 
+use crate::context::Switch;
+use crate::task::state::{QUEUED, RUNNING};
 use crate::task::{Task, TaskRef};
 use crate::wake::waiter::{self, Waiter};
+use crate::worker::tls;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -121,6 +124,22 @@ impl<T> JoinHandle<T> {
     /// payload of its panic. From a green thread this parks only the caller;
     /// from an OS thread it blocks the thread.
     pub fn join(self) -> thread::Result<T> {
+        // A green thread joining a task that waits to run on its own worker
+        // (a fresh spawn, typically) first yields to it — a directed yield,
+        // like the kernel's `yield_to` — instead of blocking: if the task
+        // runs to completion, the join costs no block and no wakeup.
+        if !self.packet.is_done() {
+            if let Some(me) = tls::current() {
+                let t = &self.task;
+                if t.cpu() == me.cpu()
+                    && !t.st.on_cpu()
+                    && t.st.on_rq() == QUEUED
+                    && t.st.state() == RUNNING
+                {
+                    crate::task::switch_out(Switch::YieldTo(Arc::as_ptr(t) as *const ()));
+                }
+            }
+        }
         loop {
             if self.packet.is_done() {
                 return self

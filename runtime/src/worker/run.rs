@@ -16,7 +16,7 @@ use crate::context::{Resumed, Switch};
 use crate::runtime::shared::Shared;
 use crate::sched::{Dequeue, DequeueFlags, Feature, Pick};
 use crate::stats::Counter;
-use crate::task::state::{BLOCKED, DEAD, NOT_QUEUED};
+use crate::task::state::{BLOCKED, DEAD, NOT_QUEUED, QUEUED, RUNNING};
 use crate::task::{TaskRef, Tcb};
 use crate::time::{clock, ticker};
 use crate::wake::{self, balance};
@@ -133,6 +133,19 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, prev: Running, why: Resumed
     match why {
         Resumed::Switched(Switch::Yield) => {
             rq.q.yield_current(now);
+            w.stats.inc(Counter::yields);
+        }
+        Resumed::Switched(Switch::YieldTo(target)) => {
+            // SAFETY: the yielder holds a strong reference to the target
+            // (its JoinHandle) for as long as it is suspended here.
+            let t = unsafe { &*(target as *const Tcb) };
+            // Only a task queued on this very queue may become our buddy;
+            // both facts are stable under our lock.
+            if t.cpu() == w.index && t.st.on_rq() == QUEUED && t.st.state() == RUNNING {
+                rq.q.yield_to(t.slot(), now);
+            } else {
+                rq.q.yield_current(now);
+            }
             w.stats.inc(Counter::yields);
         }
         Resumed::Switched(Switch::Preempt { .. }) => {}

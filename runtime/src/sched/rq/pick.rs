@@ -259,6 +259,20 @@ impl<T> RunQueue<T> {
         self.cancel_protect(c);
     }
 
+    /// Directed yield (§10 `yield_to`): makes `target` the next buddy, so the
+    /// switch picks it if it is eligible (PICK_BUDDY), then yields as
+    /// [`RunQueue::yield_current`]. A `target` that is the current entity or
+    /// delayed is not made the buddy (the buddy is never delayed); the yield
+    /// still happens. Panics if `target` is not queued.
+    pub fn yield_to(&mut self, target: Slot, now: Nanos) {
+        let t = target.0;
+        let e = self.ent(t);
+        if self.curr != Some(t) && !e.delayed && e.policy != Policy::Idle {
+            self.next = Some(t);
+        }
+        self.yield_current(now);
+    }
+
     /// A task that newidle balancing may move to another worker (§13
     /// `can_migrate`): walks the queue from the least recently run entity,
     /// examining at most 32 candidates, and returns the first that passes:

@@ -37,6 +37,7 @@
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
 //! | `time` | the clock, timers, the ticker |
+//! | [`io`] | the epoll reactor and green-aware pipes |
 //! | [`Stats`] | schedstat-like counters |
 //!
 //! # Rules for green threads
@@ -52,6 +53,7 @@
 
 mod context;
 pub mod error;
+pub mod io;
 mod loom;
 mod runtime;
 pub mod sched;

@@ -83,7 +83,20 @@ pub(crate) fn ticker_main(sh: Arc<Shared>) {
             for w in sh.workers.iter() {
                 match w.idle().get() {
                     idle::RUNNING => {
-                        w.set_flags(TICK);
+                        // A wake from outside the runtime (this poll, an OS
+                        // thread) queued on a busy worker's wakelist waits
+                        // for that worker's next switch, which a CPU-bound
+                        // task alone on its queue never makes: ask for a
+                        // switch (`TIMER`: "let the scheduler run") at its
+                        // next preemption point; the scheduler drains the
+                        // wakelist and EEVDF picks. Bounds such wakes to
+                        // one tick.
+                        let bits = if w.wakelist.is_empty() {
+                            TICK
+                        } else {
+                            TICK | TIMER
+                        };
+                        w.set_flags(bits);
                         busy += 1;
                     }
                     idle::POLLING => busy += 1,

@@ -37,7 +37,7 @@
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
 //! | `time` | the clock, timers, the ticker |
-//! | [`io`] | the epoll reactor and green-aware pipes |
+//! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API |
 //! | [`Stats`] | schedstat-like counters |
 //!
 //! # Rules for green threads
@@ -55,6 +55,7 @@ mod context;
 pub mod error;
 pub mod io;
 mod loom;
+pub mod net;
 mod runtime;
 pub mod sched;
 mod stats;

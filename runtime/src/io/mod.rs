@@ -1,6 +1,6 @@
 //! Green-aware I/O: the epoll reactor, and [`pipe`]s.
 //!
-//! Every descriptor behind `crate::net` and [`crate::io`] is in
+//! Every descriptor behind [`crate::net`] and [`crate::io`] is in
 //! nonblocking mode; the types offer the blocking API of `std`. An
 //! operation first tries the syscall; on `EAGAIN` the caller waits for
 //! readiness and retries:

@@ -83,10 +83,14 @@
 //! itself. If that write happens before the worker enters `epoll_pwait2`,
 //! the edge-triggered eventfd event is already on epoll's ready list and
 //! the wait returns at once; if after, it ends the wait. Either way the
-//! worker returns to its scheduler loop and drains its wakelist. A kick
-//! that arrives after the poller already stored `RUNNING` loses the CAS and
-//! writes nothing; a write that lands after the poller woke for another
-//! reason only makes a later poll return early once (a spurious wakeup).
+//! worker returns to its scheduler loop and drains its wakelist. (The
+//! poller takes the poll lock before it waits; if an idle or tick poll held
+//! the lock meanwhile and swallowed the eventfd event, the poller's re-check
+//! of its idle word under the lock sees the kick's CAS and does not block:
+//! `Reactor::park`.) A kick that arrives after the poller already stored
+//! `RUNNING` loses the CAS and writes nothing; a write that lands after the
+//! poller woke for another reason only makes a later poll return early
+//! once (a spurious wakeup).
 //!
 //! **Readiness is never stranded.** An event sits in epoll until some
 //! thread polls. (a) While a worker is `PARKED_REACTOR` it is in (or about

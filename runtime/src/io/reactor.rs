@@ -387,8 +387,27 @@ impl Reactor {
     /// reactor's waker) or `timeout`; calls `woken` as soon as the wait
     /// returns (before dispatching), then dispatches. Returns the number of
     /// I/O events dispatched. Call only while holding the poller role.
-    pub(crate) fn park(&self, timeout: Option<Duration>, woken: impl FnOnce()) -> usize {
+    ///
+    /// `parked` is re-evaluated once the poll lock is held: if it is false
+    /// (a kick already moved the worker's idle word off `PARKED_REACTOR`),
+    /// the poll does not block. This closes a window: while the poller
+    /// waits for the lock, an idle or tick poll holding it may consume the
+    /// kick's eventfd event. The kick's CAS precedes its eventfd write,
+    /// which precedes that consumption, which precedes the lock hand-over,
+    /// so the re-check sees the kick; a kick after the re-check writes an
+    /// event only the lock holder — the poller — can consume.
+    pub(crate) fn park(
+        &self,
+        timeout: Option<Duration>,
+        parked: impl Fn() -> bool,
+        woken: impl FnOnce(),
+    ) -> usize {
         let mut st = self.state.lock();
+        let timeout = if parked() {
+            timeout
+        } else {
+            Some(Duration::ZERO)
+        };
         self.turn(&mut st, timeout, woken)
     }
 
@@ -558,6 +577,29 @@ mod tests {
         let snap = s.snapshot();
         assert!(!s.clear(snap, Direction::Read));
         assert!(s.is_ready(Direction::Write));
+    }
+
+    #[test]
+    fn a_kick_consumed_by_another_poll_still_ends_the_park() {
+        use crate::worker::idle::{IdleState, PARKED_REACTOR};
+        let r = Reactor::new().unwrap();
+        let idle = IdleState::new();
+        idle.set_reactor_waker(r.waker.clone());
+        // The poller announced itself, then waits for the poll lock while
+        // another thread polls; a kick lands and that poll eats its event.
+        idle.prepare_park_reactor();
+        assert!(idle.kick());
+        {
+            let mut st = r.state.lock();
+            r.turn(&mut st, Some(Duration::ZERO), || {});
+        }
+        let t = std::time::Instant::now();
+        r.park(
+            Some(Duration::from_secs(10)),
+            || idle.get() == PARKED_REACTOR,
+            || {},
+        );
+        assert!(t.elapsed() < Duration::from_secs(5), "the kick was lost");
     }
 
     #[test]

@@ -279,7 +279,11 @@ fn park_in_reactor(sh: &Shared, w: &Worker, r: &crate::io::reactor::Reactor) {
         w.stats.inc(Counter::parks);
         // Back to RUNNING before dispatching: wakes aimed at this worker
         // then need no eventfd write.
-        r.park(park_timeout(w), || w.idle().unpark_reactor());
+        r.park(
+            park_timeout(w),
+            || w.idle().get() == idle_state::PARKED_REACTOR,
+            || w.idle().unpark_reactor(),
+        );
     }
     w.idle().unpark_reactor();
     r.release_poller();

@@ -136,3 +136,14 @@ fn pipe_eof_and_broken_pipe() {
         assert_eq!(w.write(b"x").unwrap_err().kind(), ErrorKind::BrokenPipe);
     });
 }
+
+#[test]
+fn io_types_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<eevdf_rt::io::PipeReader>();
+    check::<eevdf_rt::io::PipeWriter>();
+    check::<eevdf_rt::net::TcpListener>();
+    check::<eevdf_rt::net::TcpStream>();
+    check::<eevdf_rt::net::UnixListener>();
+    check::<eevdf_rt::net::UnixStream>();
+}

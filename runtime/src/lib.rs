@@ -37,6 +37,7 @@
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
 //! | `time` | the clock, timers, the ticker |
+//! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API |
 //! | [`Stats`] | schedstat-like counters |
 //!
 //! # Rules for green threads
@@ -52,7 +53,9 @@
 
 mod context;
 pub mod error;
+pub mod io;
 mod loom;
+pub mod net;
 mod runtime;
 pub mod sched;
 mod stats;

@@ -281,6 +281,12 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
             drop(t);
         }
     }
+    // I/O: nothing polls any more (workers and ticker are joined) and the
+    // unwound green threads have deregistered their descriptors; free the
+    // reactor's retired records and make later waits on it fail fast.
+    if let Some(r) = crate::io::reactor::get(&sh) {
+        r.shutdown();
+    }
 }
 
 impl Drop for Runtime {

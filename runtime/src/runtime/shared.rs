@@ -2,14 +2,17 @@
 //!
 //! Owns: the workers, the idle-worker bitmap, the configuration, the live
 //! feature switches, the task registry, the shutdown flag, the ticker's
-//! futex word and the external statistics row. Must not: run anything.
+//! futex word, the external statistics row and the I/O reactor (created
+//! lazily by `io::reactor::get_or_init`). Must not: run anything.
 
 use super::registry::Registry;
+use crate::io::reactor::Reactor;
 use crate::sched::{Feature, Features};
 use crate::stats::Counters;
 use crate::worker::mask::AtomicMask;
 use crate::worker::Worker;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Validated configuration of a runtime.
@@ -45,6 +48,10 @@ pub(crate) struct Shared {
     next_task_id: AtomicU64,
     /// Round-robin cursor for spawns from outside the runtime.
     pub(crate) spawn_cursor: AtomicUsize,
+    /// The epoll reactor (I/O), created at the first registration.
+    pub(crate) reactor: OnceLock<Arc<Reactor>>,
+    /// Serialises the reactor's creation.
+    pub(crate) reactor_init: parking_lot::Mutex<()>,
 }
 
 impl Shared {
@@ -63,6 +70,8 @@ impl Shared {
             external: Counters::new(),
             next_task_id: AtomicU64::new(1),
             spawn_cursor: AtomicUsize::new(0),
+            reactor: OnceLock::new(),
+            reactor_init: parking_lot::Mutex::new(()),
         }
     }
 

@@ -11,8 +11,10 @@
 //! on a busy worker ends within a few µs of its deadline plus the distance
 //! to the next preemption point. Idle workers handle their own timers
 //! (polling, or a futex timeout while parked). When every worker is parked
-//! the ticker parks too; the first worker to unpark wakes it. Must not:
-//! touch run queues.
+//! the ticker parks too; the first worker to unpark wakes it. While some
+//! worker is busy and none is blocked in the I/O reactor, it also polls the
+//! reactor without blocking once per tick (`crate::io`: readiness reaches
+//! busy workers within one tick). Must not: touch run queues.
 //!
 //! # Two Dekker pairs
 //!
@@ -85,10 +87,16 @@ pub(crate) fn ticker_main(sh: Arc<Shared>) {
         let now = clock::now();
         if now >= next_tick {
             next_tick = now + period;
+            // I/O: poll the reactor first, so the wakes it issues are seen
+            // below (a no-op while a worker is the reactor's poller).
+            crate::io::reactor::tick(&sh);
             let mut busy = 0;
             for w in sh.workers.iter() {
                 match w.idle().get() {
                     idle::RUNNING => {
+                        // (A wake queued on a busy worker's wakelist needs no
+                        // help from here: the push set its WAKELIST flag,
+                        // which its next preemption point drains.)
                         w.set_flags(TICK);
                         busy += 1;
                     }
@@ -134,7 +142,13 @@ fn park(sh: &Shared, seq: u32) {
         return; // STOP
     }
     sh.ticker_deadline.store(u64::MAX, Ordering::SeqCst);
-    if sh.workers.iter().all(|w| w.idle().get() == idle::PARKED) {
+    // A worker parked in the I/O reactor counts as parked: it wakes on its
+    // own (readiness, kick, timer) and then calls `worker_unparked`.
+    if sh
+        .workers
+        .iter()
+        .all(|w| matches!(w.idle().get(), idle::PARKED | idle::PARKED_REACTOR))
+    {
         futex::wait(&sh.ticker_seq, seq, None);
     }
     let _ = sh

@@ -23,8 +23,19 @@
 //! needs no syscall — it sees the work on its next poll. The CAS makes sure
 //! only one waker pays for the syscall; `futex_wait` returns at once if the
 //! word is no longer `PARKED`.
+//!
+//! # Parked in the reactor (I/O)
+//!
+//! One idle worker at a time may park in the I/O reactor's `epoll_pwait2`
+//! instead of the futex (`PARKED_REACTOR`, announced with the same `SeqCst`
+//! store and followed by the same re-check). A kick that finds it wins the
+//! same CAS and writes the reactor's eventfd waker instead of
+//! `futex_wake`; an eventfd write that precedes the `epoll_pwait2` stays
+//! queued on epoll's ready list, so the Dekker argument above carries over
+//! unchanged. See `crate::io` for the whole argument.
 
 use crate::loom::{fence, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Running a task or the scheduler.
@@ -33,20 +44,27 @@ pub(crate) const RUNNING: u32 = 0;
 pub(crate) const POLLING: u32 = 1;
 /// Idle and (about to be) blocked in `futex_wait`.
 pub(crate) const PARKED: u32 = 2;
+/// Idle and (about to be) blocked in the I/O reactor's `epoll_pwait2`
+/// (the reactor's poller); woken through the reactor's eventfd.
+pub(crate) const PARKED_REACTOR: u32 = 3;
 
 /// A worker's idle state word.
 pub(crate) struct IdleState {
     word: AtomicU32,
+    /// The reactor's waker, set when the runtime's reactor is created
+    /// (before any worker can park in it).
+    reactor_waker: OnceLock<Arc<mio::Waker>>,
 }
 
 impl IdleState {
     pub(crate) fn new() -> Self {
         IdleState {
             word: AtomicU32::new(RUNNING),
+            reactor_waker: OnceLock::new(),
         }
     }
 
-    /// The current state (`RUNNING`, `POLLING` or `PARKED`).
+    /// The current state (`RUNNING`, `POLLING`, `PARKED` or `PARKED_REACTOR`).
     #[inline]
     pub(crate) fn get(&self) -> u32 {
         self.word.load(Ordering::SeqCst)
@@ -83,19 +101,47 @@ impl IdleState {
         self.word.store(RUNNING, Ordering::SeqCst);
     }
 
-    /// Wakes the worker if it is parked. Returns whether a wake syscall was made.
-    /// Call after publishing the work with a `SeqCst` operation.
+    /// Hands over the reactor's waker (`io::reactor::get_or_init`).
+    pub(crate) fn set_reactor_waker(&self, waker: Arc<mio::Waker>) {
+        let _ = self.reactor_waker.set(waker);
+    }
+
+    /// First half of parking in the reactor (the poller): like
+    /// [`prepare_park`](Self::prepare_park), the caller re-checks every work
+    /// source afterwards, then polls the reactor or calls
+    /// [`unpark_reactor`](Self::unpark_reactor).
+    pub(crate) fn prepare_park_reactor(&self) {
+        self.word.store(PARKED_REACTOR, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Back to running after parking in the reactor (call as soon as the
+    /// epoll wait returns, so wakers stop paying for eventfd writes).
+    /// `SeqCst`: pairs with the ticker's park re-check (time::ticker).
+    pub(crate) fn unpark_reactor(&self) {
+        self.word.store(RUNNING, Ordering::SeqCst);
+    }
+
+    /// Wakes the worker if it is parked (on its futex, or in the reactor).
+    /// Returns whether a wake syscall was made. Call after publishing the
+    /// work with a `SeqCst` operation.
     pub(crate) fn kick(&self) -> bool {
         fence(Ordering::SeqCst);
-        if self.word.load(Ordering::Relaxed) != PARKED {
+        let s = self.word.load(Ordering::Relaxed);
+        if s != PARKED && s != PARKED_REACTOR {
             return false;
         }
         if self
             .word
-            .compare_exchange(PARKED, RUNNING, Ordering::SeqCst, Ordering::Relaxed)
+            .compare_exchange(s, RUNNING, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
         {
-            futex::wake(&self.word);
+            if s == PARKED {
+                futex::wake(&self.word);
+            } else if let Some(w) = self.reactor_waker.get() {
+                // An eventfd write: ends (or pre-empts) the poller's epoll wait.
+                let _ = w.wake();
+            }
             true
         } else {
             false
@@ -146,6 +192,24 @@ mod tests {
         work.store(true, Ordering::SeqCst);
         idle.kick();
         t.join().unwrap();
+    }
+
+    #[test]
+    fn kick_interrupts_a_worker_parked_in_the_reactor() {
+        let mut poll = mio::Poll::new().unwrap();
+        let waker = Arc::new(mio::Waker::new(poll.registry(), mio::Token(7)).unwrap());
+        let idle = IdleState::new();
+        idle.set_reactor_waker(waker);
+        idle.prepare_park_reactor();
+        assert_eq!(idle.get(), PARKED_REACTOR);
+        // The kick lands before the wait: the wait must still return.
+        assert!(idle.kick());
+        assert_eq!(idle.get(), RUNNING);
+        assert!(!idle.kick());
+        let mut events = mio::Events::with_capacity(4);
+        poll.poll(&mut events, Some(Duration::from_secs(10)))
+            .unwrap();
+        assert!(events.iter().any(|e| e.token() == mio::Token(7)));
     }
 
     #[test]

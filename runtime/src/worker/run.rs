@@ -262,6 +262,8 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
     // a line every worker shares are not paid for a blip of idleness, and a
     // worker about to get work back is no better a target than a busy one.
     let mut in_mask = false;
+    // I/O (crate::io): the reactor, if this runtime has one yet.
+    let reactor = crate::io::reactor::get(sh);
     let spin = sh.config.idle_spin.as_nanos() as u64;
     let mut found = false;
     if spin > 0 {
@@ -293,6 +295,12 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
                 if now.saturating_sub(start) >= spin {
                     break;
                 }
+                // I/O: a polling worker polls the reactor without blocking;
+                // readiness it finds is woken (often onto this worker) and
+                // seen by the next `has_pending_work`.
+                if let Some(r) = reactor {
+                    r.poll_now();
+                }
             }
             std::hint::spin_loop();
         }
@@ -302,24 +310,60 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
             sh.idle_mask.insert(w.index);
             in_mask = true;
         }
-        w.idle().prepare_park();
-        // Re-check every work source after announcing PARKED (worker::idle).
-        if !(w.has_pending_work() || sh.is_shutdown()) {
-            let next = w.next_timer.load(Ordering::Relaxed);
-            let timeout = (next != u64::MAX)
-                .then(|| std::time::Duration::from_nanos(next.saturating_sub(clock::now())));
-            w.stats.inc(Counter::parks);
-            w.idle().park(timeout);
+        // I/O: one idle worker parks in the reactor instead of its futex.
+        if let Some(r) = reactor.filter(|r| r.try_claim_poller()) {
+            park_in_reactor(sh, w, r);
         } else {
-            w.idle().set_running();
+            park_on_futex(sh, w);
         }
-        // We were visible as PARKED: the ticker may have parked because of
-        // it, so tell it we are running again (time::ticker protocol).
-        ticker::worker_unparked(sh);
     }
     w.idle().set_running();
     if in_mask {
         sh.idle_mask.remove(w.index);
     }
     debug_assert_ne!(w.idle().get(), idle_state::PARKED);
+    debug_assert_ne!(w.idle().get(), idle_state::PARKED_REACTOR);
+}
+
+/// The timeout of a park: until this worker's earliest timer.
+fn park_timeout(w: &Worker) -> Option<std::time::Duration> {
+    let next = w.next_timer.load(Ordering::Relaxed);
+    (next != u64::MAX).then(|| std::time::Duration::from_nanos(next.saturating_sub(clock::now())))
+}
+
+/// Parks in the reactor's epoll wait as the runtime's poller (the caller
+/// claimed the role): woken by readiness, by a kick (the reactor's
+/// eventfd), or at this worker's next timer. The protocol is `worker::idle`'s
+/// with `PARKED_REACTOR` for `PARKED`; see `crate::io`.
+fn park_in_reactor(sh: &Shared, w: &Worker, r: &crate::io::reactor::Reactor) {
+    w.idle().prepare_park_reactor();
+    // Re-check every work source after announcing PARKED_REACTOR.
+    if !(w.has_pending_work() || sh.is_shutdown()) {
+        w.stats.inc(Counter::parks);
+        // Back to RUNNING before dispatching: wakes aimed at this worker
+        // then need no eventfd write.
+        r.park(
+            park_timeout(w),
+            || w.idle().get() == idle_state::PARKED_REACTOR,
+            || w.idle().unpark_reactor(),
+        );
+    }
+    w.idle().unpark_reactor();
+    r.release_poller();
+    ticker::worker_unparked(sh);
+}
+
+/// Parks on the worker's futex (the original park path, unchanged).
+fn park_on_futex(sh: &Shared, w: &Worker) {
+    w.idle().prepare_park();
+    // Re-check every work source after announcing PARKED (worker::idle).
+    if !(w.has_pending_work() || sh.is_shutdown()) {
+        w.stats.inc(Counter::parks);
+        w.idle().park(park_timeout(w));
+    } else {
+        w.idle().set_running();
+    }
+    // We were visible as PARKED: the ticker may have parked because of it,
+    // so tell it we are running again (time::ticker protocol).
+    ticker::worker_unparked(sh);
 }

@@ -1,0 +1,138 @@
+//! Green-aware I/O: the epoll reactor, and [`pipe`]s.
+//!
+//! Every descriptor behind [`crate::net`] and [`crate::io`] is in
+//! nonblocking mode; the types offer the blocking API of `std`. An
+//! operation first tries the syscall; on `EAGAIN` the caller waits for
+//! readiness and retries:
+//!
+//! * a **green thread** parks (only itself) until the runtime's reactor
+//!   reports the descriptor ready, or its timeout passes (a runtime timer);
+//! * an **OS thread** blocks in `ppoll(2)` on that one descriptor. It does
+//!   not depend on any worker or the ticker polling the reactor, so it can
+//!   never hang because the runtime is idle, shut down, or absent — the
+//!   types work with no runtime at all.
+//!
+//! # The reactor
+//!
+//! One per runtime (`Shared::reactor`), created at the first registration:
+//! an epoll instance (through `mio`: `Poll`, `Registry`, `Waker`), and for
+//! each registered descriptor a `ScheduledIo` — readiness bits plus a tick
+//! in one `AtomicUsize`, and the green threads waiting to read and to
+//! write. A descriptor is registered once, edge-triggered, for reading and
+//! writing, lazily: by the first green thread that gets `EAGAIN` on it (the
+//! registration joins the reactor of *that* green thread's runtime; an
+//! object created on an OS thread and moved into a green thread needs
+//! nothing special). Dropping the object deregisters it. Details of tokens,
+//! the tick and lifetimes are in `io::reactor`.
+//!
+//! Readiness becomes ordinary wakeups: the poller publishes the bits
+//! (`SeqCst`), takes the waiters under the record's lock, releases it and
+//! calls `Waiter::wake` (→ `wake_task`: placement, wakelists and kicks
+//! apply as for any other wakeup).
+//!
+//! # Who polls
+//!
+//! 1. **A polling idle worker** (its `idle_spin` loop) polls the reactor
+//!    without blocking every 32 iterations (the same cadence as its clock
+//!    and balance checks), if anything is registered and no worker is
+//!    blocked in the reactor.
+//! 2. **The poller.** A worker about to park first tries to claim the
+//!    *poller role* (one `AtomicBool` per reactor). The winner parks in
+//!    `epoll_pwait2` with its next timer as the timeout (nanosecond
+//!    precision, like the futex park it replaces) instead of on its futex;
+//!    the others futex-park as before. Readiness therefore wakes a worker
+//!    directly, with no extra thread in between, and when that worker
+//!    dispatches, it is the waker (an idle one: placement often picks it,
+//!    and then the wake is a local inline enqueue, no kick at all).
+//! 3. **The ticker**, under load. When no worker is blocked in the reactor
+//!    (all are running or polling), the ticker thread — which wakes every
+//!    tick exactly while some worker is busy — polls the reactor without
+//!    blocking on each tick. Readiness is noticed within one tick under
+//!    full load, without adding a syscall to any worker's preemption
+//!    points (the alternative, busy workers polling at their ticks, would
+//!    put an `epoll_wait` on the switch path of the very threads that have
+//!    work to do). Its wakes are remote wakes from outside the runtime
+//!    (wakelist push; no syscall, since the target is not parked).
+//!
+//! Only one thread polls at a time (the poll lock; idle and tick polls use
+//! `try_lock` and skip if someone is polling).
+//!
+//! # Idle protocol extension: parked in the reactor
+//!
+//! `worker::idle` gains a state, `PARKED_REACTOR`, next to `RUNNING`,
+//! `POLLING` and `PARKED`. A kick that finds `PARKED_REACTOR` wins the same
+//! CAS to `RUNNING` and then, instead of `futex_wake`, writes the reactor's
+//! eventfd waker, which makes the poller's `epoll_pwait2` return.
+//!
+//! ```text
+//!   poller (worker going idle)              waker (publishing work)
+//!   claim the poller role                   publish work (SeqCst: wakelist CAS / nr_running)
+//!   state.store(PARKED_REACTOR, SeqCst)     s = state.load(SeqCst)
+//!   if has_work() (SeqCst loads)            if s == PARKED_REACTOR
+//!       state = RUNNING; run it                 && CAS(PARKED_REACTOR → RUNNING) wins
+//!   else epoll_pwait2(timeout)                  eventfd write (mio::Waker::wake)
+//!   state.store(RUNNING, SeqCst); dispatch
+//!   release the poller role
+//! ```
+//!
+//! **No lost wakeup.** The store/load pairs are the Dekker pair of
+//! `worker::idle`, unchanged: in the single total order of `SeqCst`
+//! operations either the worker's re-check sees the work, or the waker's
+//! load sees `PARKED_REACTOR`. In the second case the waker (or another
+//! waker that won the CAS) writes the eventfd after the worker announced
+//! itself. If that write happens before the worker enters `epoll_pwait2`,
+//! the edge-triggered eventfd event is already on epoll's ready list and
+//! the wait returns at once; if after, it ends the wait. Either way the
+//! worker returns to its scheduler loop and drains its wakelist. (The
+//! poller takes the poll lock before it waits; if an idle or tick poll held
+//! the lock meanwhile and swallowed the eventfd event, the poller's re-check
+//! of its idle word under the lock sees the kick's CAS and does not block:
+//! `Reactor::park`.) A kick that arrives after the poller already stored
+//! `RUNNING` loses the CAS and writes nothing; a write that lands after the
+//! poller woke for another reason only makes a later poll return early
+//! once (a spurious wakeup).
+//!
+//! **Readiness is never stranded.** An event sits in epoll until some
+//! thread polls. (a) While a worker is `PARKED_REACTOR` it is in (or about
+//! to enter) `epoll_pwait2` and is woken by the event. (b) Only the poller
+//! role's holder may enter that state; a worker that fails to claim the
+//! role futex-parks, and the holder is always either blocked in epoll or
+//! on its way back to running (after which it releases the role and, when
+//! idle again, claims it again — it never futex-parks while the role is
+//! free). So whenever every worker is parked, one of them is in epoll.
+//! (c) Otherwise some worker is running or polling; a polling worker polls
+//! the reactor itself, and while any worker runs the ticker ticks and polls
+//! the reactor each tick. The ticker parks only when every worker is
+//! `PARKED` or `PARKED_REACTOR` (its Dekker pair with `worker_unparked`,
+//! which the poller also calls when it wakes, is unchanged). (d) Green
+//! waiters follow `wake::waiter`'s protocol: register in the record's
+//! waiter list, then `park`, which marks the task blocked *before*
+//! re-reading the readiness (`SeqCst`), while the poller publishes the
+//! readiness (`SeqCst` RMW) before taking the list and calling
+//! `wake_task`; so either the waiter sees the readiness and does not sleep,
+//! or the poller finds it in the list and wakes it.
+//!
+//! # Shutdown
+//!
+//! `Runtime::shutdown` kicks every worker (an eventfd write for the poller),
+//! joins them and the ticker, and unwinds the green threads still blocked —
+//! in `accept`, `read`, anywhere — which drops their I/O objects and so
+//! deregisters them. Then the reactor is marked shut down: objects that
+//! outlive the runtime still work from OS threads (`ppoll`), and a green
+//! thread of another runtime waiting on one gets an error instead of a
+//! hang (checked when it starts to wait).
+//!
+//! # Costs
+//!
+//! An operation that does not block costs its syscall plus one atomic load
+//! (the readiness snapshot, only once registered). A blocking one adds a
+//! CAS, an uncontended lock for the waiter list and the park; the wake is
+//! one `SeqCst` RMW, one lock and `wake_task`. The idle spin adds one
+//! `epoll_pwait2(0)` per 32 iterations while descriptors are registered;
+//! the ticker adds one per tick while workers are busy.
+
+mod pipe;
+pub(crate) mod reactor;
+pub(crate) mod source;
+
+pub use pipe::{pipe, PipeReader, PipeWriter};

@@ -43,8 +43,7 @@ fn main() {
     let t = eevdf_rt::task::Builder::new()
         .pin(0)
         .spawn_on(&rt, move || {
-            let (tx1, rx1) = (Arc::new(AtomicU32::new(0)), ());
-            let _ = rx1;
+            let tx1 = Arc::new(AtomicU32::new(0));
             let flag = tx1.clone();
             let h = eevdf_rt::task::Builder::new()
                 .pin(1)

@@ -36,7 +36,7 @@ pub(crate) struct Shared {
     /// The ticker's state (`ticker::RUNNING` / `ticker::PARKED` / `ticker::STOP`).
     pub(crate) ticker_state: AtomicU32,
     /// The ticker's futex word: bumped to wake it (see `time::ticker`).
-    pub(crate) ticker_seq: AtomicU32,
+    pub(crate) ticker_seq: crate::loom::AtomicU32,
     /// When the ticker plans to wake next (ns).
     pub(crate) ticker_deadline: AtomicU64,
     pub(crate) external: Counters,
@@ -55,7 +55,7 @@ impl Shared {
             features: AtomicU32::new(features.bits()),
             shutdown: AtomicBool::new(false),
             ticker_state: AtomicU32::new(0),
-            ticker_seq: AtomicU32::new(0),
+            ticker_seq: crate::loom::AtomicU32::new(0),
             ticker_deadline: AtomicU64::new(0),
             external: Counters::new(),
             next_task_id: AtomicU64::new(1),

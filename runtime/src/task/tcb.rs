@@ -28,9 +28,10 @@ use crate::worker::mask::WorkerMask;
 use crate::worker::wakelist::Linked;
 use parking_lot::Mutex;
 use std::cell::UnsafeCell;
-use std::sync::atomic::{
-    AtomicBool, AtomicI8, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
-};
+// The wakelist link is a `crate::loom` atomic, like the wakelist's own
+// (the same type in a normal build; loom's under `--cfg loom`).
+use crate::loom::AtomicPtr;
+use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// A strong reference to a task control block.
@@ -198,6 +199,7 @@ impl Tcb {
     /// it current under its run-queue lock and has not switched it out), or
     /// hold the task exclusively (shutdown after all workers stopped).
     #[inline]
+    #[allow(clippy::mut_from_ref)] // exclusivity is the documented safety contract
     pub(crate) unsafe fn context_mut(&self) -> &mut Option<GreenContext> {
         // SAFETY: exclusivity is the caller's contract (see above).
         unsafe { &mut *self.context.0.get() }

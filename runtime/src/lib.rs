@@ -37,6 +37,7 @@
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
 //! | `time` | the clock, timers, the ticker |
+//! | [`sync`] | green-aware Futex, Mutex, Condvar, RwLock, Barrier, Semaphore, channels |
 //! | [`Stats`] | schedstat-like counters |
 //!
 //! # Rules for green threads
@@ -52,10 +53,12 @@
 
 mod context;
 pub mod error;
+mod future;
 mod loom;
 mod runtime;
 pub mod sched;
 mod stats;
+pub mod sync;
 mod sys;
 pub mod task;
 mod time;
@@ -64,6 +67,7 @@ mod worker;
 
 pub use context::live_stacks;
 pub use error::Error;
+pub use future::block_on_future;
 pub use runtime::api::{
     current, in_green_thread, preempt_point, set_nice, set_slice, sleep, sleep_until, spawn,
     try_current, yield_now,

@@ -10,11 +10,16 @@ use std::time::{Duration, Instant};
 /// `limit` (a hang becomes a failure instead of a stuck CI job).
 fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
+    let h = std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    rx.recv_timeout(limit)
-        .unwrap_or_else(|_| panic!("test did not finish within {limit:?}"))
+    match rx.recv_timeout(limit) {
+        Ok(v) => v,
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(h.join().expect_err("no result, no panic"))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test did not finish within {limit:?}"),
+    }
 }
 
 fn rt() -> eevdf_rt::Runtime {
@@ -145,8 +150,8 @@ fn a_panic_while_locked_unlocks_without_poisoning() {
 }
 
 /// A waiter is not starved by a green thread that re-locks in a tight
-/// loop on the same worker (the woken waiter is handed the lock after
-/// losing one race).
+/// loop (the woken waiter is handed the lock after losing one race):
+/// neither an OS thread nor a green thread on the hog's own worker.
 #[test]
 fn no_starvation_under_a_tight_relock_loop() {
     within(Duration::from_secs(30), || {
@@ -154,30 +159,46 @@ fn no_starvation_under_a_tight_relock_loop() {
         let m = Arc::new(Mutex::new(()));
         let stop = Arc::new(AtomicBool::new(false));
         let rounds = Arc::new(AtomicU64::new(0));
-        let (m1, s1, r1) = (m.clone(), stop.clone(), rounds.clone());
-        let hog = rt.spawn(move || {
-            while !s1.load(Ordering::Relaxed) {
-                let _g = m1.lock();
-                r1.fetch_add(1, Ordering::Relaxed);
+        let hog = {
+            let (m, stop, rounds) = (m.clone(), stop.clone(), rounds.clone());
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _g = m.lock();
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                }
             }
-        });
+        };
         // OS-thread waiters, repeatedly: each must get through.
+        let h = rt.spawn(hog.clone());
+        while rounds.load(Ordering::Relaxed) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         for _ in 0..50 {
             let t = Instant::now();
             drop(m.lock());
             assert!(t.elapsed() < Duration::from_secs(5));
         }
-        // And green waiters on the hog's own worker.
-        let m2 = m.clone();
-        let got = rt.spawn(move || {
-            for _ in 0..50 {
-                drop(m2.lock());
-            }
-            true
-        });
-        assert!(got.join().unwrap());
         stop.store(true, Ordering::Relaxed);
-        hog.join().unwrap();
+        h.join().unwrap();
         assert!(rounds.load(Ordering::Relaxed) > 0);
+        // A green waiter on the hog's own (only) worker. The hog is spawned
+        // from the waiter (a local spawn: it is queued at once, and the
+        // tick preempts whichever runs past its slice).
+        stop.store(false, Ordering::Relaxed);
+        let (m2, s2, r2) = (m.clone(), stop.clone(), rounds.clone());
+        rt.block_on(move || {
+            let before = r2.load(Ordering::Relaxed);
+            let h = eevdf_rt::spawn(hog);
+            while r2.load(Ordering::Relaxed) == before {
+                eevdf_rt::yield_now(); // let the hog start
+            }
+            for _ in 0..50 {
+                let t = Instant::now();
+                drop(m2.lock());
+                assert!(t.elapsed() < Duration::from_secs(5));
+            }
+            s2.store(true, Ordering::Relaxed);
+            h.join().unwrap();
+        });
     });
 }

@@ -13,7 +13,9 @@
 //!   runtime and on a 2-worker multi_thread runtime. All channels have
 //!   capacity 1.
 //! * `futex_ping_pong`: the schbench post/wait one-token semaphore on
-//!   `sync::Futex`, green threads (two workers, one worker) and OS threads.
+//!   `sync::Futex`, green threads (two workers, one worker) and OS threads;
+//!   plus the two fast paths (a wake with nobody waiting, a wait whose
+//!   value already differs).
 //! * `mutex_contended`: 4 parties increment one counter under a mutex;
 //!   the figure is time per lock+increment+unlock: green threads on two
 //!   workers, `parking_lot::Mutex` between 4 OS threads, `tokio::sync::Mutex`
@@ -207,6 +209,11 @@ fn futex_ping_pong(c: &mut Criterion) {
             })
         });
     }
+    // The fast paths: nobody to wake (a fence and a load), and a wait
+    // whose value already differs (bucket lock, check, unlock).
+    let word = AtomicU32::new(1);
+    g.bench_function("wake_nobody", |bn| bn.iter(|| Futex::wake(&word, 1)));
+    g.bench_function("wait_value_differs", |bn| bn.iter(|| Futex::wait(&word, 0)));
     g.bench_function("os_threads", |bn| {
         bn.iter_custom(|iters| {
             let mut echo = None;

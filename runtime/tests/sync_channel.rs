@@ -28,6 +28,14 @@ fn rt() -> eevdf_rt::Runtime {
     eevdf_rt::Builder::new().workers(2).build().unwrap()
 }
 
+/// Heavy tests of this file run one at a time: each builds a runtime
+/// whose workers are pinned to the same cores, and contention tests
+/// measure nothing useful while another runtime's workers share them.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `producers` green threads each send `per` distinct numbers; `consumers`
 /// green threads receive until disconnected. Every number must arrive
 /// exactly once.
@@ -84,11 +92,13 @@ fn mpmc(make: fn() -> (Sender<u32>, Receiver<u32>), producers: u32, consumers: u
 
 #[test]
 fn mpmc_8x8_100k_unbounded() {
+    let _serial = serial();
     within(Duration::from_secs(120), || mpmc(unbounded, 8, 8, 100_000));
 }
 
 #[test]
 fn mpmc_8x8_100k_bounded() {
+    let _serial = serial();
     within(Duration::from_secs(120), || {
         mpmc(|| bounded(64), 8, 8, 100_000)
     });
@@ -96,6 +106,7 @@ fn mpmc_8x8_100k_bounded() {
 
 #[test]
 fn mpmc_8x8_rendezvous() {
+    let _serial = serial();
     within(Duration::from_secs(120), || {
         mpmc(|| bounded(0), 8, 8, 5_000)
     });
@@ -103,6 +114,7 @@ fn mpmc_8x8_rendezvous() {
 
 #[test]
 fn mpmc_with_os_threads_too() {
+    let _serial = serial();
     within(Duration::from_secs(60), || {
         let rt = rt();
         let (tx, rx) = bounded::<u64>(4);

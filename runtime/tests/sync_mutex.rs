@@ -26,8 +26,17 @@ fn rt() -> eevdf_rt::Runtime {
     eevdf_rt::Builder::new().workers(2).build().unwrap()
 }
 
+/// Heavy tests of this file run one at a time: each builds a runtime
+/// whose workers are pinned to the same cores, and contention tests
+/// measure nothing useful while another runtime's workers share them.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn eight_green_threads_100k_increments_each() {
+    let _serial = serial();
     within(Duration::from_secs(60), || {
         let rt = rt();
         let m = Arc::new(Mutex::new(0u64));
@@ -52,6 +61,7 @@ fn eight_green_threads_100k_increments_each() {
 
 #[test]
 fn green_and_os_threads_share_a_mutex() {
+    let _serial = serial();
     within(Duration::from_secs(60), || {
         let rt = rt();
         let m = Arc::new(Mutex::new(0u64));
@@ -94,6 +104,7 @@ fn green_and_os_threads_share_a_mutex() {
 
 #[test]
 fn holding_across_a_sleep_parks_the_others() {
+    let _serial = serial();
     within(Duration::from_secs(30), || {
         let rt = rt();
         let m = Arc::new(Mutex::new(Vec::new()));
@@ -154,6 +165,7 @@ fn a_panic_while_locked_unlocks_without_poisoning() {
 /// neither an OS thread nor a green thread on the hog's own worker.
 #[test]
 fn no_starvation_under_a_tight_relock_loop() {
+    let _serial = serial();
     within(Duration::from_secs(30), || {
         let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
         let m = Arc::new(Mutex::new(()));

@@ -9,9 +9,11 @@
 //! `wake::waiter`'s `Waiter` and `park`), following the protocol: the
 //! sleeper queues itself under the primitive's internal lock, releases
 //! it, and parks; the waker makes the condition true, dequeues under that
-//! lock, releases it, then wakes. Calls that may block honour a pending
-//! reschedule on entry (the kernel's `might_sleep()`); calls that woke
-//! someone honour it after releasing their locks.
+//! lock, releases it, then wakes. Lock acquisitions, semaphore acquires
+//! and blocking channel operations honour a pending reschedule on entry
+//! (the kernel's `might_sleep()`); every call that woke someone honours it
+//! after releasing its internal locks (DESIGN.md: the resched flag is
+//! honoured at every runtime call that can block or wake).
 //!
 //! Must not: hold an internal lock across a green-thread switch (it would
 //! stall the worker thread of any other green thread that tries to take

@@ -68,6 +68,9 @@ pub struct Semaphore {
 impl Semaphore {
     /// A semaphore with `permits` permits available.
     ///
+    /// # Panics
+    /// If `permits` exceeds `usize::MAX / 2` (one bit of the state word is a flag).
+    ///
     /// ```
     /// let s = eevdf_rt::sync::Semaphore::new(3);
     /// assert_eq!(s.available_permits(), 3);

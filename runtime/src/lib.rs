@@ -38,6 +38,7 @@
 //! | `wake` | try-to-wake-up, placement, newidle balance |
 //! | `time` | the clock, timers, the ticker |
 //! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API |
+//! | [`sync`] | green-aware Futex, Mutex, Condvar, RwLock, Barrier, Semaphore, channels |
 //! | [`Stats`] | schedstat-like counters |
 //!
 //! # Rules for green threads
@@ -53,12 +54,14 @@
 
 mod context;
 pub mod error;
+mod future;
 pub mod io;
 mod loom;
 pub mod net;
 mod runtime;
 pub mod sched;
 mod stats;
+pub mod sync;
 mod sys;
 pub mod task;
 mod time;
@@ -67,6 +70,7 @@ mod worker;
 
 pub use context::live_stacks;
 pub use error::Error;
+pub use future::block_on_future;
 pub use runtime::api::{
     current, in_green_thread, park, park_timeout, preempt_point, set_nice, set_slice, sleep,
     sleep_until, spawn, try_current, yield_now,

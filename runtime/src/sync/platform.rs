@@ -1,0 +1,114 @@
+//! What the wait lists are built from: the internal lock, atomics, who to
+//! wake and how to park — the runtime's own pieces in a normal build,
+//! loom's under `--cfg loom` so the wait-list protocol can be model-checked.
+//!
+//! Owns: the one switch between `parking_lot` + `wake::waiter` (normal
+//! build) and `loom::sync` + `loom::thread` park/unpark (model checking).
+//! Must not: contain logic — every primitive above it is the same code in
+//! both builds.
+
+use std::time::Instant;
+
+#[cfg(not(loom))]
+mod imp {
+    use std::time::Instant;
+
+    pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+    /// The internal lock of a primitive: short critical sections only, never
+    /// held across a green-thread switch.
+    pub(crate) type Lock<T> = parking_lot::Mutex<T>;
+    /// Its guard.
+    pub(crate) type LockGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+    /// Who to wake: a green thread or an OS thread.
+    pub(crate) type Waiter = crate::wake::waiter::Waiter;
+
+    #[inline]
+    pub(crate) fn current() -> Waiter {
+        Waiter::current()
+    }
+
+    #[inline]
+    pub(crate) fn wake(w: Waiter) {
+        w.wake();
+    }
+
+    #[inline]
+    pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
+        crate::wake::waiter::park(ready, deadline)
+    }
+
+    #[inline]
+    pub(crate) fn preempt() {
+        crate::preempt_point();
+    }
+
+    #[inline]
+    pub(crate) fn spin_hint() {
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    use std::time::Instant;
+
+    pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+    /// loom's mutex behind parking_lot's `lock()` signature.
+    pub(crate) struct Lock<T>(loom::sync::Mutex<T>);
+    pub(crate) type LockGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+    impl<T> Lock<T> {
+        pub(crate) fn new(v: T) -> Self {
+            Lock(loom::sync::Mutex::new(v))
+        }
+        pub(crate) fn lock(&self) -> LockGuard<'_, T> {
+            self.0.lock().unwrap()
+        }
+    }
+
+    impl<T: std::fmt::Debug> std::fmt::Debug for Lock<T> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Lock")
+        }
+    }
+
+    pub(crate) type Waiter = loom::thread::Thread;
+
+    pub(crate) fn current() -> Waiter {
+        loom::thread::current()
+    }
+
+    pub(crate) fn wake(w: Waiter) {
+        w.unpark();
+    }
+
+    /// A deadline is modelled as "already passed": the waiter gives up at
+    /// once, which exercises the timeout path against concurrent wakers.
+    pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
+        if ready() {
+            return true;
+        }
+        if deadline.is_some() {
+            return false;
+        }
+        loom::thread::park();
+        true
+    }
+
+    pub(crate) fn preempt() {}
+
+    pub(crate) fn spin_hint() {
+        loom::thread::yield_now();
+    }
+}
+
+pub(crate) use imp::*;
+
+/// `now + d`, saturating to "no deadline" when it overflows.
+#[inline]
+pub(crate) fn deadline_after(d: std::time::Duration) -> Option<Instant> {
+    Instant::now().checked_add(d)
+}

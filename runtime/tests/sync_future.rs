@@ -1,0 +1,240 @@
+//! `eevdf_rt::block_on_future`: futures woken from other threads, before
+//! the park, before the first poll, many times; on green and OS threads.
+
+use futures::channel::{mpsc as fmpsc, oneshot};
+use futures::StreamExt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{mpsc, Arc};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(v) => v,
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(h.join().expect_err("no result, no panic"))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test did not finish within {limit:?}"),
+    }
+}
+
+fn rt() -> eevdf_rt::Runtime {
+    eevdf_rt::Builder::new().workers(2).build().unwrap()
+}
+
+#[test]
+fn oneshot_completed_by_an_os_thread_after_a_delay() {
+    within(Duration::from_secs(30), || {
+        let rt = rt();
+        let (tx, rx) = oneshot::channel::<u32>();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            tx.send(7).unwrap();
+        });
+        let (v, e) = rt.block_on(move || {
+            let start = Instant::now();
+            let v = eevdf_rt::block_on_future(rx).unwrap();
+            (v, start.elapsed())
+        });
+        assert_eq!(v, 7);
+        assert!(e >= Duration::from_millis(15), "{e:?}");
+        t.join().unwrap();
+    });
+}
+
+#[test]
+fn ready_before_the_first_poll() {
+    let rt = rt();
+    let (tx, rx) = oneshot::channel::<&str>();
+    tx.send("early").unwrap();
+    assert_eq!(
+        rt.block_on(move || eevdf_rt::block_on_future(rx)),
+        Ok("early")
+    );
+}
+
+/// A future that wakes itself during its first poll and returns Pending:
+/// the wake lands before the park and must not be lost.
+struct WakesItselfOnce(bool);
+
+impl Future for WakesItselfOnce {
+    type Output = &'static str;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<&'static str> {
+        if self.0 {
+            Poll::Ready("done")
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+#[test]
+fn woken_before_it_parks() {
+    let rt = rt();
+    assert_eq!(
+        rt.block_on(|| eevdf_rt::block_on_future(WakesItselfOnce(false))),
+        "done"
+    );
+    assert_eq!(eevdf_rt::block_on_future(WakesItselfOnce(false)), "done");
+}
+
+/// The waker is cloned to another thread and called many times, also
+/// after the future finished.
+#[test]
+fn many_wakes_from_many_threads() {
+    within(Duration::from_secs(30), || {
+        let rt = rt();
+        let (tx, rx) = fmpsc::unbounded::<u32>();
+        let senders: Vec<_> = (0..4)
+            .map(|i| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    for k in 0..500 {
+                        tx.unbounded_send(i * 1000 + k).unwrap();
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let sum = rt.block_on(move || {
+            eevdf_rt::block_on_future(rx.fold(0u64, |a, v| async move { a + v as u64 }))
+        });
+        for s in senders {
+            s.join().unwrap();
+        }
+        let expected: u64 = (0..4u64)
+            .flat_map(|i| (0..500u64).map(move |k| i * 1000 + k))
+            .sum();
+        assert_eq!(sum, expected);
+    });
+}
+
+#[test]
+fn join_all_completed_by_green_and_os_threads() {
+    within(Duration::from_secs(30), || {
+        let rt = rt();
+        let mut rxs = Vec::new();
+        let mut txs = Vec::new();
+        for _ in 0..6 {
+            let (tx, rx) = oneshot::channel::<u32>();
+            txs.push(tx);
+            rxs.push(rx);
+        }
+        let waiter = rt.spawn(move || {
+            let all = eevdf_rt::block_on_future(futures::future::join_all(rxs));
+            all.into_iter().map(|r| r.unwrap()).sum::<u32>()
+        });
+        for (i, tx) in txs.into_iter().enumerate() {
+            let i = i as u32;
+            if i % 2 == 0 {
+                rt.spawn(move || {
+                    eevdf_rt::sleep(Duration::from_millis(2));
+                    tx.send(i).unwrap();
+                });
+            } else {
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(2));
+                    tx.send(i).unwrap();
+                });
+            }
+        }
+        assert_eq!(waiter.join().unwrap(), 15);
+    });
+}
+
+#[test]
+fn os_thread_waits_for_a_green_thread() {
+    within(Duration::from_secs(30), || {
+        let rt = rt();
+        let (tx, rx) = oneshot::channel::<u32>();
+        rt.spawn(move || {
+            eevdf_rt::sleep(Duration::from_millis(5));
+            tx.send(3).unwrap();
+        });
+        assert_eq!(eevdf_rt::block_on_future(rx), Ok(3));
+    });
+}
+
+/// Two green threads ping-pong through futures channels, each blocking in
+/// block_on_future: only the green threads park, the workers keep running.
+#[test]
+fn green_threads_ping_pong_through_futures() {
+    within(Duration::from_secs(30), || {
+        let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+        let (mut a_tx, mut a_rx) = fmpsc::channel::<u32>(1);
+        let (mut b_tx, mut b_rx) = fmpsc::channel::<u32>(1);
+        let echo = rt.spawn(move || {
+            eevdf_rt::block_on_future(async move {
+                use futures::SinkExt;
+                while let Some(v) = a_rx.next().await {
+                    b_tx.send(v + 1).await.unwrap();
+                }
+            })
+        });
+        let total = rt.block_on(move || {
+            eevdf_rt::block_on_future(async move {
+                use futures::SinkExt;
+                let mut t = 0;
+                for i in 0..1000 {
+                    a_tx.send(i).await.unwrap();
+                    t += b_rx.next().await.unwrap();
+                }
+                t
+            })
+        });
+        echo.join().unwrap();
+        assert_eq!(total, (1..=1000).sum::<u32>());
+    });
+}
+
+#[test]
+fn shared_state_future_woken_via_arc_waker() {
+    // A hand-written future completed by a green thread through a stored Waker.
+    use std::sync::Mutex as StdMutex;
+    struct Shared {
+        value: Option<u32>,
+        waker: Option<std::task::Waker>,
+    }
+    struct Fut(Arc<StdMutex<Shared>>);
+    impl Future for Fut {
+        type Output = u32;
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+            let mut s = self.0.lock().unwrap();
+            match s.value {
+                Some(v) => Poll::Ready(v),
+                None => {
+                    s.waker = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        }
+    }
+    within(Duration::from_secs(30), || {
+        let rt = rt();
+        let shared = Arc::new(StdMutex::new(Shared {
+            value: None,
+            waker: None,
+        }));
+        let s2 = shared.clone();
+        rt.spawn(move || {
+            eevdf_rt::sleep(Duration::from_millis(5));
+            let w = {
+                let mut s = s2.lock().unwrap();
+                s.value = Some(11);
+                s.waker.take()
+            };
+            if let Some(w) = w {
+                w.wake();
+            }
+        });
+        let s3 = shared.clone();
+        assert_eq!(rt.block_on(move || eevdf_rt::block_on_future(Fut(s3))), 11);
+    });
+}

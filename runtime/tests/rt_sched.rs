@@ -34,109 +34,143 @@ fn work_unit(x: &mut u64) {
     std::hint::black_box(*x);
 }
 
+/// One share measurement over ~1 s: each task's share of the work done.
+fn measure_shares(nices: &[i32]) -> (Vec<f64>, String) {
+    let rt = builder(1).build().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters: Vec<Arc<AtomicU64>> = nices.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let hs: Vec<_> = nices
+        .iter()
+        .zip(&counters)
+        .map(|(&nice, c)| {
+            let (stop, c) = (stop.clone(), c.clone());
+            eevdf_rt::task::Builder::new()
+                .nice(nice)
+                .spawn_on(&rt, move || {
+                    let mut x = 1u64;
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        work_unit(&mut x);
+                        n += 1;
+                        if n % 64 == 0 {
+                            c.store(n, Ordering::Relaxed);
+                        }
+                        eevdf_rt::preempt_point();
+                    }
+                    c.store(n, Ordering::Relaxed);
+                })
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200)); // warm up
+    let base: Vec<u64> = counters.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    std::thread::sleep(Duration::from_millis(1000));
+    let end: Vec<u64> = counters.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    stop.store(true, Ordering::Relaxed);
+    for h in hs {
+        h.join().unwrap();
+    }
+    let done: Vec<f64> = end.iter().zip(&base).map(|(e, b)| (e - b) as f64).collect();
+    let total: f64 = done.iter().sum();
+    (
+        done.iter().map(|d| d / total).collect(),
+        rt.stats().to_string(),
+    )
+}
+
 #[test]
 fn cpu_shares_follow_weights() {
     let _serial = serial();
     with_timeout(120, "cpu shares", || {
-        let rt = builder(1).build().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
         let nices = [0, 0, 5];
-        let counters: Vec<Arc<AtomicU64>> =
-            nices.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
-        let hs: Vec<_> = nices
-            .iter()
-            .zip(&counters)
-            .map(|(&nice, c)| {
-                let (stop, c) = (stop.clone(), c.clone());
-                eevdf_rt::task::Builder::new()
-                    .nice(nice)
-                    .spawn_on(&rt, move || {
-                        let mut x = 1u64;
-                        let mut n = 0u64;
-                        while !stop.load(Ordering::Relaxed) {
-                            work_unit(&mut x);
-                            n += 1;
-                            if n % 64 == 0 {
-                                c.store(n, Ordering::Relaxed);
-                            }
-                            eevdf_rt::preempt_point();
-                        }
-                        c.store(n, Ordering::Relaxed);
-                    })
-                    .unwrap()
-            })
-            .collect();
-        std::thread::sleep(Duration::from_millis(200)); // warm up
-        let base: Vec<u64> = counters.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-        std::thread::sleep(Duration::from_millis(1000));
-        let end: Vec<u64> = counters.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-        stop.store(true, Ordering::Relaxed);
-        for h in hs {
-            h.join().unwrap();
-        }
-        let done: Vec<f64> = end.iter().zip(&base).map(|(e, b)| (e - b) as f64).collect();
-        let total: f64 = done.iter().sum();
         let weights = [1024.0, 1024.0, 335.0];
         let wsum: f64 = weights.iter().sum();
-        for i in 0..3 {
-            let share = done[i] / total;
-            let expect = weights[i] / wsum;
-            assert!(
-                (share - expect).abs() / expect < 0.10,
-                "task {i} (nice {}): share {share:.3}, expected {expect:.3} (all: {done:?})\n{}",
-                nices[i],
-                rt.stats()
-            );
+        // Work done tracks CPU time only while the worker thread itself
+        // runs; time the host steals from it is charged to whichever task
+        // is current. Three attempts against a busy host; a scheduler that
+        // ignored weights would miss the 10 % bound on every one.
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let (shares, stats) = measure_shares(&nices);
+            let ok = (0..3).all(|i| {
+                let expect = weights[i] / wsum;
+                (shares[i] - expect).abs() / expect < 0.10
+            });
+            if ok {
+                return;
+            }
+            seen.push(format!("shares {shares:.3?}\n{stats}"));
         }
+        panic!(
+            "CPU shares off their weight ratio (expected {:.3?}) on every attempt:\n{}",
+            weights.map(|w| w / wsum),
+            seen.join("\n")
+        );
     });
+}
+
+/// One latency measurement: (p50, p99, stats table).
+fn probe_among_hogs() -> (Duration, Duration, String) {
+    let rt = builder(1).build().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let hogs: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            rt.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    burn(Duration::from_micros(10));
+                    eevdf_rt::preempt_point();
+                }
+            })
+        })
+        .collect();
+    let lateness = eevdf_rt::task::Builder::new()
+        .slice(Duration::from_micros(100))
+        .spawn_on(&rt, || {
+            let mut late = Vec::with_capacity(500);
+            let mut next = Instant::now() + Duration::from_millis(1);
+            for _ in 0..500 {
+                eevdf_rt::sleep_until(next);
+                late.push(Instant::now().saturating_duration_since(next));
+                next += Duration::from_millis(1);
+            }
+            late
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    for h in hogs {
+        h.join().unwrap();
+    }
+    let mut l = lateness;
+    l.sort();
+    (
+        l[l.len() / 2],
+        l[l.len() * 99 / 100],
+        rt.stats().to_string(),
+    )
 }
 
 #[test]
 fn short_slice_sleeper_wakes_promptly_among_hogs() {
     let _serial = serial();
     with_timeout(120, "latency", || {
-        let rt = builder(1).build().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let hogs: Vec<_> = (0..2)
-            .map(|_| {
-                let stop = stop.clone();
-                rt.spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        burn(Duration::from_micros(10));
-                        eevdf_rt::preempt_point();
-                    }
-                })
-            })
-            .collect();
-        let lateness = eevdf_rt::task::Builder::new()
-            .slice(Duration::from_micros(100))
-            .spawn_on(&rt, || {
-                let mut late = Vec::with_capacity(500);
-                let mut next = Instant::now() + Duration::from_millis(1);
-                for _ in 0..500 {
-                    eevdf_rt::sleep_until(next);
-                    late.push(Instant::now().saturating_duration_since(next));
-                    next += Duration::from_millis(1);
-                }
-                late
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-        stop.store(true, Ordering::Relaxed);
-        for h in hogs {
-            h.join().unwrap();
-        }
-        let mut l = lateness;
-        l.sort();
-        let p50 = l[l.len() / 2];
-        let p99 = l[l.len() * 99 / 100];
         // The hogs' slices are 0.7 ms each: a scheduler that made the probe
-        // wait for them would show p99 ≥ ~0.7–1.4 ms.
-        assert!(
-            p99 < Duration::from_millis(1),
-            "p50 {p50:?} p99 {p99:?}\n{}",
-            rt.stats()
+        // wait for them would show p99 ≥ ~0.7–1.4 ms on every attempt. The
+        // worker is an ordinary OS thread, so a busy host can preempt it for
+        // milliseconds: allow three attempts against that noise.
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let (p50, p99, stats) = probe_among_hogs();
+            if p99 < Duration::from_millis(1) {
+                return;
+            }
+            seen.push(format!("p50 {p50:?} p99 {p99:?}\n{stats}"));
+        }
+        panic!(
+            "probe latency too high on every attempt:\n{}",
+            seen.join("\n")
         );
     });
 }

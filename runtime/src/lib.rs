@@ -80,3 +80,8 @@ pub use runtime::{Builder, Runtime};
 pub use stats::{Stats, WorkerStats};
 pub use task::Task;
 pub use worker::mask::MAX_WORKERS;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme {}

@@ -145,26 +145,33 @@ impl AugTree {
     /// balance `height(left) − height(right)`.
     #[inline]
     fn update(&mut self, i: u32) -> (bool, i32) {
-        let n = self.nodes[i as usize];
-        let mut heights = [0u8; 2];
-        let mut min_vrt = n.vrt;
-        let mut min_slice = n.slice;
-        for (k, c) in [n.left, n.right].into_iter().enumerate() {
-            if c != NIL {
-                let cn = &self.nodes[c as usize];
-                heights[k] = cn.height;
-                min_vrt = vmin(min_vrt, cn.sub_min_vrt);
-                min_slice = min_slice.min(cn.sub_min_slice);
-            }
+        let (left, right, vrt, slice) = {
+            let n = &self.nodes[i as usize];
+            (n.left, n.right, n.vrt, n.slice)
+        };
+        let (mut hl, mut hr) = (0u8, 0u8);
+        let mut min_vrt = vrt;
+        let mut min_slice = slice;
+        if left != NIL {
+            let c = &self.nodes[left as usize];
+            hl = c.height;
+            min_vrt = vmin(min_vrt, c.sub_min_vrt);
+            min_slice = min_slice.min(c.sub_min_slice);
         }
-        let height = heights[0].max(heights[1]) + 1;
+        if right != NIL {
+            let c = &self.nodes[right as usize];
+            hr = c.height;
+            min_vrt = vmin(min_vrt, c.sub_min_vrt);
+            min_slice = min_slice.min(c.sub_min_slice);
+        }
+        let height = hl.max(hr) + 1;
+        let n = &mut self.nodes[i as usize];
         let changed =
             n.height != height || n.sub_min_vrt != min_vrt || n.sub_min_slice != min_slice;
-        let n = &mut self.nodes[i as usize];
         n.height = height;
         n.sub_min_vrt = min_vrt;
         n.sub_min_slice = min_slice;
-        (changed, heights[0] as i32 - heights[1] as i32)
+        (changed, hl as i32 - hr as i32)
     }
 
     /// Makes `new` take `old`'s place under `parent` (or as the root).

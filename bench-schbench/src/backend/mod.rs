@@ -1,0 +1,109 @@
+//! The backend interface: what a backend must do to run schbench's workload, and the
+//! list of backends `--backend` can name.
+//!
+//! This module owns the [`Backend`] and [`Running`] traits and the choice of backends.
+//! It must not contain a backend's mechanics (those are `threads`, `tokio`, later
+//! `green`) nor measure or report (the driver does, through [`Shared`]).
+//!
+//! # Contract
+//! [`Backend::start`] is given the run's [`Shared`] state and must, before returning,
+//! have started `plan.message_threads` message loops and `plan.workers()` worker loops
+//! wired through a [`Board`](crate::board::Board) with the backend's
+//! [`Token`](crate::token::Token) (worker `id` belongs to message loop
+//! `id / plan.workers_per_message`), honouring `plan.pinning` as far as the backend
+//! can. Then:
+//! - a worker loops: `board.publish(id, stamp)`; wait on its token; if
+//!   `shared.stopping()`, leave; read the clock (`shared.now_ns()`): wakeup latency is
+//!   that minus `board.wake_time(id)`; run the request (pipe exchange, or sleep
+//!   `plan.sleep_us`, lock unless `!plan.locking`, `plan.operations` multiplications of
+//!   its own [`Matrices`](crate::math::Matrices), unlock); read the clock again and
+//!   `recorder.record(wakeup, request)`; stamp the next publish with that clock read.
+//!   On leaving, `board.retire(id)` exactly once.
+//! - a message loop repeats `board.wake_all` (or, when `plan.paced()`, `wake_some`
+//!   with a [`Pacer`](crate::pace::Pacer) budget and a timed wait), exits when
+//!   `board.live(m) == 0` after a batch, and otherwise waits on its token.
+//!
+//! The blocking loops of [`blocking`] implement exactly this for any backend whose
+//! tasks may block their thread (OS threads, green threads), given a
+//! [`BlockingToken`](crate::token::BlockingToken) and a [`blocking::Env`].
+//!
+//! [`Running::finish`] is called after `shared.request_stop()`: it posts every message
+//! token (a paced message loop may be in a long timed wait), joins every loop and
+//! returns text to print after the report (green: the runtime's `Stats` with `--stats`).
+//!
+//! # Adding the green backend
+//! Write `backend/green.rs` with a `GreenBackend` implementing [`Backend`] (spawn the
+//! loops of [`blocking`] as green threads with an eevdf-rt futex token, `eevdf_rt::sleep`
+//! and the lock keyed by `eevdf_rt::current().worker()`), then change the one marked
+//! line in [`Kind::available`] and the `Kind::Green` arm of [`create`].
+
+pub mod blocking;
+pub mod threads;
+pub mod tokio;
+
+use std::sync::Arc;
+
+use crate::opts::{BackendChoice, Plan, UsageError};
+use crate::shared::Shared;
+
+/// A way of running the workload.
+pub trait Backend {
+    /// The name `--backend` uses.
+    fn name(&self) -> &'static str;
+
+    /// Details for the header line (e.g. worker threads, features); may be empty.
+    fn details(&self, plan: &Plan) -> String;
+
+    /// Starts every message loop and worker loop (see the module contract).
+    fn start(&self, shared: Arc<Shared>) -> std::io::Result<Box<dyn Running>>;
+}
+
+/// A started run.
+pub trait Running {
+    /// After `request_stop`: make every loop leave, join them, and return optional
+    /// text to print after the report.
+    fn finish(self: Box<Self>) -> std::io::Result<Option<String>>;
+}
+
+/// The backends this crate knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// OS threads.
+    Threads,
+    /// eevdf-rt green threads.
+    Green,
+    /// tokio tasks.
+    Tokio,
+}
+
+impl Kind {
+    /// The backends `--backend all` runs, in order.
+    pub fn available() -> &'static [Kind] {
+        // GREEN: add `Kind::Green` between Threads and Tokio once backend/green.rs exists.
+        &[Kind::Threads, Kind::Tokio]
+    }
+
+    /// The backends a `--backend` choice names.
+    pub fn chosen(choice: BackendChoice) -> Vec<Kind> {
+        match choice {
+            BackendChoice::Threads => vec![Kind::Threads],
+            BackendChoice::Green => vec![Kind::Green],
+            BackendChoice::Tokio => vec![Kind::Tokio],
+            BackendChoice::All => Self::available().to_vec(),
+        }
+    }
+}
+
+/// Instantiates a backend, or explains why it cannot run.
+pub fn create(kind: Kind) -> Result<Box<dyn Backend>, UsageError> {
+    match kind {
+        Kind::Threads => Ok(Box::new(threads::Threads)),
+        Kind::Tokio => Ok(Box::new(tokio::Tokio)),
+        // GREEN: `Kind::Green => Ok(Box::new(green::Green::new(..)?))`.
+        Kind::Green => Err(UsageError(
+            "the green backend (eevdf-rt) is not available in this build yet; \
+             use --backend threads, tokio or all"
+                .into(),
+        )),
+    }
+}

@@ -295,9 +295,16 @@ mod tests {
         assert_eq!((woken, clock_reads), (3, 1));
         for id in 0..3 {
             assert_eq!(board.wake_time(id), 1000);
-            assert!(board.worker_token(id).wait_timeout(std::time::Duration::ZERO));
+            assert!(board
+                .worker_token(id)
+                .wait_timeout(std::time::Duration::ZERO));
         }
-        assert_eq!(board.wake_all(0, &mut [], || unreachable!("no clock read for an empty list")), 0);
+        assert_eq!(
+            board.wake_all(0, &mut [], || unreachable!(
+                "no clock read for an empty list"
+            )),
+            0
+        );
     }
 
     #[test]

@@ -47,7 +47,9 @@ impl CpuSet {
                 }
             };
             if lo > hi {
-                return Err(format!("bad CPU range `{item}` in `{list}` (start above end)"));
+                return Err(format!(
+                    "bad CPU range `{item}` in `{list}` (start above end)"
+                ));
             }
             cpus.extend(lo..=hi);
         }
@@ -77,7 +79,12 @@ impl CpuSet {
     /// The CPUs of `self` that are not in `other`.
     pub fn difference(&self, other: &CpuSet) -> CpuSet {
         CpuSet {
-            cpus: self.cpus.iter().copied().filter(|&c| !other.contains(c)).collect(),
+            cpus: self
+                .cpus
+                .iter()
+                .copied()
+                .filter(|&c| !other.contains(c))
+                .collect(),
         }
     }
 
@@ -91,7 +98,9 @@ impl CpuSet {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: CPU_ISSET only reads `set`; every index is below CPU_SETSIZE.
-        Ok(Self::from_cpus((0..MAX_CPUS).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })))
+        Ok(Self::from_cpus(
+            (0..MAX_CPUS).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }),
+        ))
     }
 
     /// Restricts the calling thread to this set (`sched_setaffinity`).
@@ -118,7 +127,11 @@ impl fmt::Display for CpuSet {
         let mut rest = self.cpus.as_slice();
         let mut first = true;
         while let Some(&lo) = rest.first() {
-            let run = rest.iter().enumerate().take_while(|&(k, &c)| c == lo + k).count();
+            let run = rest
+                .iter()
+                .enumerate()
+                .take_while(|&(k, &c)| c == lo + k)
+                .count();
             let hi = rest[run - 1];
             if !first {
                 f.write_str(",")?;
@@ -138,8 +151,13 @@ impl fmt::Display for CpuSet {
 fn parse_cpu(text: &str, list: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(cpu) if cpu < MAX_CPUS => Ok(cpu),
-        Ok(cpu) => Err(format!("CPU {cpu} in `{list}` is beyond the largest possible id {}", MAX_CPUS - 1)),
-        Err(_) => Err(format!("bad CPU id `{text}` in `{list}` (expected e.g. 0-3,5)")),
+        Ok(cpu) => Err(format!(
+            "CPU {cpu} in `{list}` is beyond the largest possible id {}",
+            MAX_CPUS - 1
+        )),
+        Err(_) => Err(format!(
+            "bad CPU id `{text}` in `{list}` (expected e.g. 0-3,5)"
+        )),
     }
 }
 
@@ -165,13 +183,18 @@ mod tests {
     #[test]
     fn parses_ids_and_ranges() {
         assert_eq!(CpuSet::parse_list("0").unwrap().as_slice(), &[0]);
-        assert_eq!(CpuSet::parse_list("3,1,2-2,1").unwrap().as_slice(), &[1, 2, 3]);
+        assert_eq!(
+            CpuSet::parse_list("3,1,2-2,1").unwrap().as_slice(),
+            &[1, 2, 3]
+        );
         assert_eq!(CpuSet::parse_list("0-3,8,10-11").unwrap().len(), 7);
     }
 
     #[test]
     fn rejects_garbage() {
-        for bad in ["", ",", "a", "1-", "-1", "2-1", "1,,2", "0x1", "1 ,2", "99999"] {
+        for bad in [
+            "", ",", "a", "1-", "-1", "2-1", "1,,2", "0x1", "1 ,2", "99999",
+        ] {
             assert!(CpuSet::parse_list(bad).is_err(), "{bad:?} accepted");
         }
     }

@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
 use crate::hist::Histogram;
+use crate::opts::Plan;
 use crate::pace::AutoRps;
 use crate::report;
 use crate::shared::Shared;
 use crate::stats::Snapshot;
-use crate::opts::Plan;
 
 /// What one backend's run produced.
 #[derive(Clone, Debug)]
@@ -61,7 +61,8 @@ pub fn run(backend: &dyn Backend, plan: &Plan, out: &mut dyn Write) -> io::Resul
     shared.stats.zero();
 
     let mut timeline = Timeline::new(&shared);
-    let mut auto = (plan.auto_rps > 0).then(|| AutoRps::new(plan.auto_rps, plan.pinning.worker.clone()));
+    let mut auto =
+        (plan.auto_rps > 0).then(|| AutoRps::new(plan.auto_rps, plan.pinning.worker.clone()));
     let mut end = None;
     for k in 1..=plan.runtime {
         sleep_until(t0 + Duration::from_secs(k));

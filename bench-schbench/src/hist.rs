@@ -96,7 +96,11 @@ impl Default for Histogram {
 impl Histogram {
     /// An empty histogram.
     pub fn new() -> Self {
-        Histogram { counts: vec![0; PLAT_NR].into_boxed_slice(), min: u64::MAX, max: 0 }
+        Histogram {
+            counts: vec![0; PLAT_NR].into_boxed_slice(),
+            min: u64::MAX,
+            max: 0,
+        }
     }
 
     /// Counts one sample.
@@ -154,8 +158,14 @@ impl Histogram {
     /// ```
     pub fn percentiles(&self, pcts: &[f64]) -> Vec<Percentile> {
         let total = self.total();
-        let mut out: Vec<Percentile> =
-            pcts.iter().map(|&pct| Percentile { pct, value: 0, samples: 0 }).collect();
+        let mut out: Vec<Percentile> = pcts
+            .iter()
+            .map(|&pct| Percentile {
+                pct,
+                value: 0,
+                samples: 0,
+            })
+            .collect();
         if total == 0 {
             return out;
         }
@@ -324,14 +334,20 @@ mod tests {
         let mut h = Histogram::new();
         (0..100).for_each(|_| h.record(7));
         let p = h.percentiles(&RPS_PERCENTILES);
-        assert_eq!(p.iter().map(|p| (p.value, p.samples)).collect::<Vec<_>>(), [(7, 100), (7, 0), (7, 0)]);
+        assert_eq!(
+            p.iter().map(|p| (p.value, p.samples)).collect::<Vec<_>>(),
+            [(7, 100), (7, 0), (7, 0)]
+        );
     }
 
     #[test]
     fn empty_histogram_reports_zeros() {
         let h = Histogram::new();
         assert_eq!((h.total(), h.min(), h.max()), (0, 0, 0));
-        assert!(h.percentiles(&RPS_PERCENTILES).iter().all(|p| p.value == 0 && p.samples == 0));
+        assert!(h
+            .percentiles(&RPS_PERCENTILES)
+            .iter()
+            .all(|p| p.value == 0 && p.samples == 0));
     }
 
     #[test]
@@ -344,7 +360,10 @@ mod tests {
         let mut snap = Histogram::new();
         a.add_to(&mut snap);
         assert_eq!((snap.total(), snap.min(), snap.max()), (5, 3, 1 << 20));
-        assert_eq!(snap.percentiles(&LATENCY_PERCENTILES), plain.percentiles(&LATENCY_PERCENTILES));
+        assert_eq!(
+            snap.percentiles(&LATENCY_PERCENTILES),
+            plain.percentiles(&LATENCY_PERCENTILES)
+        );
         a.clear();
         let mut empty = Histogram::new();
         a.add_to(&mut empty);

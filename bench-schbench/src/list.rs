@@ -53,7 +53,9 @@ impl Default for WaitList {
 impl WaitList {
     /// An empty list.
     pub const fn new() -> Self {
-        WaitList { head: AtomicUsize::new(NIL) }
+        WaitList {
+            head: AtomicUsize::new(NIL),
+        }
     }
 
     /// Pushes node `index` of `nodes`. The node must not be on any list.
@@ -63,7 +65,10 @@ impl WaitList {
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             link.store(head, Ordering::Relaxed);
-            match self.head.compare_exchange_weak(head, index, Ordering::AcqRel, Ordering::Relaxed) {
+            match self
+                .head
+                .compare_exchange_weak(head, index, Ordering::AcqRel, Ordering::Relaxed)
+            {
                 Ok(_) => return,
                 Err(now) => head = now,
             }
@@ -142,7 +147,9 @@ mod tests {
         for (i, _) in WaitList::drain(&nodes, first) {
             list.push(&nodes, i); // overwrites the link we already followed
         }
-        let again: Vec<usize> = WaitList::drain(&nodes, list.take_all()).map(|(i, _)| i).collect();
+        let again: Vec<usize> = WaitList::drain(&nodes, list.take_all())
+            .map(|(i, _)| i)
+            .collect();
         assert_eq!(again, [0, 1, 2]);
     }
 
@@ -152,7 +159,8 @@ mod tests {
         const ROUNDS: usize = 2_000;
         let nodes: Arc<Vec<Node>> = Arc::new((0..THREADS).map(|_| Node::default()).collect());
         let list = Arc::new(WaitList::new());
-        let taken: Arc<Vec<AtomicUsize>> = Arc::new((0..THREADS).map(|_| AtomicUsize::new(0)).collect());
+        let taken: Arc<Vec<AtomicUsize>> =
+            Arc::new((0..THREADS).map(|_| AtomicUsize::new(0)).collect());
         let pushers: Vec<_> = (0..THREADS)
             .map(|i| {
                 let (nodes, list, taken) = (nodes.clone(), list.clone(), taken.clone());

@@ -42,7 +42,9 @@ pub struct Held(usize);
 impl SpinLocks {
     /// `n` locks (at least one).
     pub fn new(n: usize) -> Self {
-        SpinLocks { locks: (0..n.max(1)).map(|_| SpinLock::default()).collect() }
+        SpinLocks {
+            locks: (0..n.max(1)).map(|_| SpinLock::default()).collect(),
+        }
     }
 
     /// Locks for every CPU id the kernel may report.

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use bench_schbench::backend::{self, Backend, Kind};
+use bench_schbench::backend::{self, Backend};
 use bench_schbench::cpus::CpuSet;
 use bench_schbench::driver::{self, Outcome};
 use bench_schbench::opts::{BackendChoice, Plan, UsageError};
@@ -23,11 +23,10 @@ fn main() -> ExitCode {
         Err(Ok(clap_error)) => clap_error.exit(),
         Err(Err(UsageError(msg))) => return usage_error(&msg),
     };
-    let backends: Vec<Box<dyn Backend>> =
-        match Kind::chosen(plan.backend).into_iter().map(backend::create).collect() {
-            Ok(backends) => backends,
-            Err(UsageError(msg)) => return usage_error(&msg),
-        };
+    let backends = match backend::select(&plan) {
+        Ok(backends) => backends,
+        Err(UsageError(msg)) => return usage_error(&msg),
+    };
     if (plan.features.is_some() || plan.stats) && !backends.iter().any(|b| b.name() == "green") {
         eprintln!("schbench: note: --features and --stats apply to the green backend only");
     }
@@ -38,7 +37,10 @@ fn main() -> ExitCode {
     };
     if let Some(path) = &plan.plot {
         if let Err(e) = File::create(path) {
-            return usage_error(&format!("cannot create --plot file {}: {e}", path.display()));
+            return usage_error(&format!(
+                "cannot create --plot file {}: {e}",
+                path.display()
+            ));
         }
     }
     match run(&plan, &backends, json_file) {
@@ -59,13 +61,18 @@ fn run(plan: &Plan, backends: &[Box<dyn Backend>], json_file: Option<File>) -> R
     if plan.backend == BackendChoice::All {
         let rows: Vec<report::Row<'_>> = outcomes
             .iter()
-            .map(|o| report::Row { backend: o.backend, average_rps: o.average_rps, latencies: &o.latencies })
+            .map(|o| report::Row {
+                backend: o.backend,
+                average_rps: o.average_rps,
+                latencies: &o.latencies,
+            })
             .collect();
         report::write_comparison(&mut out, &rows).map_err(|e| e.to_string())?;
     }
     out.flush().map_err(|e| e.to_string())?;
     if let Some(file) = json_file {
-        json::write_lines(&mut BufWriter::new(file), &outcomes, plan).map_err(|e| format!("writing JSON: {e}"))?;
+        json::write_lines(&mut BufWriter::new(file), &outcomes, plan)
+            .map_err(|e| format!("writing JSON: {e}"))?;
     }
     if let Some(path) = &plan.plot {
         plot::draw(path, &outcomes)?;

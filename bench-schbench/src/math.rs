@@ -41,9 +41,16 @@ impl Matrices {
     pub fn new(footprint_kib: usize) -> Self {
         let side = side_for(footprint_kib);
         let fill = |seed: u64| -> Box<[u64]> {
-            (0..side * side).map(|i| (i as u64).wrapping_mul(0x9e37_79b9).wrapping_add(seed)).collect()
+            (0..side * side)
+                .map(|i| (i as u64).wrapping_mul(0x9e37_79b9).wrapping_add(seed))
+                .collect()
         };
-        Matrices { side, a: fill(1), b: fill(2), c: vec![0; side * side].into_boxed_slice() }
+        Matrices {
+            side,
+            a: fill(1),
+            b: fill(2),
+            c: vec![0; side * side].into_boxed_slice(),
+        }
     }
 
     /// Side of the matrices.
@@ -60,7 +67,10 @@ impl Matrices {
         for (a_row, c_row) in self.a.chunks_exact(n).zip(self.c.chunks_exact_mut(n)) {
             for (j, c) in c_row.iter_mut().enumerate() {
                 let column = self.b[j..].iter().step_by(n);
-                *c = a_row.iter().zip(column).fold(0u64, |sum, (&x, &y)| sum.wrapping_add(x.wrapping_mul(y)));
+                *c = a_row
+                    .iter()
+                    .zip(column)
+                    .fold(0u64, |sum, (&x, &y)| sum.wrapping_add(x.wrapping_mul(y)));
             }
         }
         black_box(&mut self.c);
@@ -93,7 +103,9 @@ mod tests {
         m.multiply();
         let n = m.side();
         for (i, j) in [(0, 0), (n - 1, 2), (3, n - 1)] {
-            let want = (0..n).fold(0u64, |s, k| s.wrapping_add(m.a[i * n + k].wrapping_mul(m.b[k * n + j])));
+            let want = (0..n).fold(0u64, |s, k| {
+                s.wrapping_add(m.a[i * n + k].wrapping_mul(m.b[k * n + j]))
+            });
             assert_eq!(m.product(i, j), want);
         }
     }

@@ -22,7 +22,8 @@ pub const MAX_RPS: u64 = 1_000_000_000;
 /// Largest number of workers (`-m` × `-t`).
 pub const MAX_WORKERS: usize = 1 << 16;
 
-const ABOUT: &str = "schbench, the scheduler wakeup benchmark, ported to Rust with several backends";
+const ABOUT: &str =
+    "schbench, the scheduler wakeup benchmark, ported to Rust with several backends";
 
 const LONG_ABOUT: &str = "\
 schbench, the scheduler wakeup benchmark, ported to Rust with several backends.
@@ -115,7 +116,12 @@ pub struct Cli {
     pub zerotime: u64,
 
     /// Per-worker cache footprint of the matrix math, in KiB
-    #[arg(short = 'F', long = "footprint", visible_alias = "cache_footprint", default_value_t = 256)]
+    #[arg(
+        short = 'F',
+        long = "footprint",
+        visible_alias = "cache_footprint",
+        default_value_t = 256
+    )]
     pub footprint: usize,
 
     /// Matrix multiplications per request
@@ -351,7 +357,11 @@ impl Plan {
         }
         match m.checked_mul(t) {
             Some(total) if total <= MAX_WORKERS => {}
-            _ => return usage(format!("-m × -t must be at most {MAX_WORKERS} workers (got {m} × {t})")),
+            _ => {
+                return usage(format!(
+                    "-m × -t must be at most {MAX_WORKERS} workers (got {m} × {t})"
+                ))
+            }
         }
         if cli.runtime == 0 {
             return usage("-r/--runtime must be at least 1 second");
@@ -366,10 +376,14 @@ impl Plan {
             ));
         }
         if cli.footprint > MAX_FOOTPRINT_KIB {
-            return usage(format!("-F/--footprint must be at most {MAX_FOOTPRINT_KIB} KiB"));
+            return usage(format!(
+                "-F/--footprint must be at most {MAX_FOOTPRINT_KIB} KiB"
+            ));
         }
         if cli.pipe > MAX_PIPE_BYTES {
-            return usage(format!("-p/--pipe transfer size must be at most {MAX_PIPE_BYTES} bytes (1 MiB)"));
+            return usage(format!(
+                "-p/--pipe transfer size must be at most {MAX_PIPE_BYTES} bytes (1 MiB)"
+            ));
         }
         if cli.rps > MAX_RPS {
             return usage(format!("-R/--rps must be at most {MAX_RPS} requests/s"));
@@ -377,10 +391,17 @@ impl Plan {
         if cli.auto_rps > 100 {
             return usage("-A/--auto-rps is a CPU busy percentage: 1..100 (0: off)");
         }
-        let pinning = resolve_pinning(m, cli.message_cpus.as_ref(), cli.worker_cpus.as_ref(), allowed)?;
+        let pinning = resolve_pinning(
+            m,
+            cli.message_cpus.as_ref(),
+            cli.worker_cpus.as_ref(),
+            allowed,
+        )?;
         let runtime_workers = match cli.workers {
             Some(0) => return usage("--workers must be at least 1"),
-            Some(n) if n > MAX_WORKERS => return usage(format!("--workers must be at most {MAX_WORKERS}")),
+            Some(n) if n > MAX_WORKERS => {
+                return usage(format!("--workers must be at most {MAX_WORKERS}"))
+            }
             Some(n) => n,
             None => pinning.worker.as_ref().unwrap_or(allowed).len(),
         };
@@ -455,10 +476,18 @@ fn resolve_pinning(
                     allowed.len()
                 ));
             }
-            allowed.as_slice()[..m].iter().map(|&c| Some(CpuSet::from_cpus([c]))).collect()
+            allowed.as_slice()[..m]
+                .iter()
+                .map(|&c| Some(CpuSet::from_cpus([c])))
+                .collect()
         }
     };
-    let message_union = CpuSet::from_cpus(message_sets.iter().flatten().flat_map(|s| s.as_slice().to_vec()));
+    let message_union = CpuSet::from_cpus(
+        message_sets
+            .iter()
+            .flatten()
+            .flat_map(|s| s.as_slice().to_vec()),
+    );
     let others = || {
         let rest = allowed.difference(&message_union);
         if rest.is_empty() {
@@ -479,7 +508,10 @@ fn resolve_pinning(
         None if message == Some(&CpuSpec::Auto) => others()?,
         None => None,
     };
-    Ok(Pinning { message: message_sets, worker: worker_set })
+    Ok(Pinning {
+        message: message_sets,
+        worker: worker_set,
+    })
 }
 
 #[cfg(test)]
@@ -502,19 +534,30 @@ mod tests {
     fn defaults_follow_the_original() {
         let p = plan("").unwrap();
         assert_eq!((p.message_threads, p.workers_per_message), (1, 2));
-        assert_eq!((p.runtime, p.warmup, p.interval, p.zero_every), (30, 0, 10, 0));
+        assert_eq!(
+            (p.runtime, p.warmup, p.interval, p.zero_every),
+            (30, 0, 10, 0)
+        );
         assert_eq!((p.footprint_kib, p.operations, p.sleep_us), (256, 5, 100));
         assert!(p.locking && !p.calibrate);
         assert_eq!((p.rps, p.auto_rps, p.pipe), (0, 0, 0));
         assert_eq!(p.backend, BackendChoice::All);
         assert_eq!(p.runtime_workers, 2);
-        assert_eq!(p.pinning, Pinning { message: vec![None], worker: None });
+        assert_eq!(
+            p.pinning,
+            Pinning {
+                message: vec![None],
+                worker: None
+            }
+        );
         assert_eq!(plan("-m 3").unwrap().workers_per_message, 1, "ceil(2/3)");
     }
 
     #[test]
     fn short_and_long_forms_agree() {
-        let short = plan("-m 2 -t 3 -r 5 -w 1 -i 2 -z 3 -F 64 -n 1 -s 0 -L -C -R 100 -A 50 -p 64 -J x").unwrap();
+        let short =
+            plan("-m 2 -t 3 -r 5 -w 1 -i 2 -z 3 -F 64 -n 1 -s 0 -L -C -R 100 -A 50 -p 64 -J x")
+                .unwrap();
         let long = plan(
             "--message-threads 2 --threads 3 --runtime 5 --warmuptime 1 --intervaltime 2 --zerotime 3 \
              --cache_footprint 64 --operations 1 --sleeptime 0 --no-locking --calibrate --rps 100 \
@@ -522,13 +565,32 @@ mod tests {
         )
         .unwrap();
         for p in [&short, &long] {
-            assert_eq!((p.message_threads, p.workers_per_message, p.runtime, p.warmup), (2, 3, 5, 1));
-            assert_eq!((p.interval, p.zero_every, p.footprint_kib, p.operations), (2, 3, 64, 1));
-            assert_eq!((p.sleep_us, p.locking, p.calibrate, p.rps, p.auto_rps), (0, false, true, 100, 50));
+            assert_eq!(
+                (
+                    p.message_threads,
+                    p.workers_per_message,
+                    p.runtime,
+                    p.warmup
+                ),
+                (2, 3, 5, 1)
+            );
+            assert_eq!(
+                (p.interval, p.zero_every, p.footprint_kib, p.operations),
+                (2, 3, 64, 1)
+            );
+            assert_eq!(
+                (p.sleep_us, p.locking, p.calibrate, p.rps, p.auto_rps),
+                (0, false, true, 100, 50)
+            );
             assert_eq!((p.pipe, p.jobname.as_deref()), (64, Some("x")));
         }
         assert_eq!(plan("--footprint 8").unwrap().footprint_kib, 8);
-        assert_eq!(plan("--backend tokio --workers 3 --features NO_X --stats").unwrap().runtime_workers, 3);
+        assert_eq!(
+            plan("--backend tokio --workers 3 --features NO_X --stats")
+                .unwrap()
+                .runtime_workers,
+            3
+        );
     }
 
     #[test]
@@ -557,7 +619,14 @@ mod tests {
 
     #[test]
     fn clap_rejects_syntax() {
-        for args in ["--bogus", "-m x", "-m -1", "--backend fibers", "-M 1-0", "-W a"] {
+        for args in [
+            "--bogus",
+            "-m x",
+            "-m -1",
+            "--backend fibers",
+            "-M 1-0",
+            "-W a",
+        ] {
             let err = plan(args).expect_err(args);
             assert!(err.starts_with("clap: "), "{args}: {err}");
         }
@@ -568,15 +637,24 @@ mod tests {
         let p = plan("-M auto").unwrap();
         assert_eq!(p.pinning.message, vec![Some(CpuSet::from_cpus([0]))]);
         assert_eq!(p.pinning.worker, Some(CpuSet::from_cpus([1])));
-        assert_eq!(p.runtime_workers, 1, "--workers defaults to the worker CPUs");
+        assert_eq!(
+            p.runtime_workers, 1,
+            "--workers defaults to the worker CPUs"
+        );
         let q = plan("-m 2 -M auto -W 0-1").unwrap();
-        assert_eq!(q.pinning.message, vec![Some(CpuSet::from_cpus([0])), Some(CpuSet::from_cpus([1]))]);
+        assert_eq!(
+            q.pinning.message,
+            vec![Some(CpuSet::from_cpus([0])), Some(CpuSet::from_cpus([1]))]
+        );
         assert_eq!(q.pinning.worker, Some(two_cpus()));
         let r = plan("-M 1 -W auto").unwrap();
         assert_eq!(r.pinning.message, vec![Some(CpuSet::from_cpus([1]))]);
         assert_eq!(r.pinning.worker, Some(CpuSet::from_cpus([0])));
         let s = plan("-M 1").unwrap();
-        assert_eq!(s.pinning.worker, None, "an explicit -M list leaves workers unrestricted");
+        assert_eq!(
+            s.pinning.worker, None,
+            "an explicit -M list leaves workers unrestricted"
+        );
         assert!(!plan("").unwrap().pinning.pins_messages());
     }
 }

@@ -27,7 +27,12 @@ pub struct Pacer {
 impl Pacer {
     /// A schedule of `rate` requests/s starting at `now_ns`.
     pub fn new(rate: u64, now_ns: u64) -> Self {
-        Pacer { rate, base_ns: now_ns, backlog: 0, issued: 0 }
+        Pacer {
+            rate,
+            base_ns: now_ns,
+            backlog: 0,
+            issued: 0,
+        }
     }
 
     /// Switches to `rate` from `now_ns` on, keeping what is owed.
@@ -43,8 +48,11 @@ impl Pacer {
     /// Requests owed at `now_ns`.
     pub fn due(&self, now_ns: u64) -> u64 {
         let elapsed = u128::from(now_ns.saturating_sub(self.base_ns));
-        let scheduled = (elapsed * u128::from(self.rate) / NS_PER_S).min(u128::from(u64::MAX)) as u64;
-        self.backlog.saturating_add(scheduled).saturating_sub(self.issued)
+        let scheduled =
+            (elapsed * u128::from(self.rate) / NS_PER_S).min(u128::from(u64::MAX)) as u64;
+        self.backlog
+            .saturating_add(scheduled)
+            .saturating_sub(self.issued)
     }
 
     /// Records `n` requests handed to workers.
@@ -85,7 +93,9 @@ fn parse_proc_stat(text: &str, cpus: Option<&CpuSet>) -> Option<CpuTimes> {
     for line in text.lines() {
         let mut fields = line.split_ascii_whitespace();
         let Some(name) = fields.next() else { continue };
-        let Some(id) = name.strip_prefix("cpu") else { continue };
+        let Some(id) = name.strip_prefix("cpu") else {
+            continue;
+        };
         let wanted = match cpus {
             None => id.is_empty(),
             Some(set) => id.parse::<usize>().is_ok_and(|c| set.contains(c)),
@@ -115,7 +125,11 @@ impl AutoRps {
     /// A controller aiming at `target_pct` % busy on `cpus` (all CPUs when `None`).
     pub fn new(target_pct: u32, cpus: Option<CpuSet>) -> Self {
         let last = Self::read(cpus.as_ref());
-        AutoRps { target_pct, cpus, last }
+        AutoRps {
+            target_pct,
+            cpus,
+            last,
+        }
     }
 
     fn read(cpus: Option<&CpuSet>) -> Option<CpuTimes> {
@@ -181,9 +195,21 @@ mod tests {
                     cpu0 60 0 20 400 20 0 0 0 7 0\n\
                     cpu1 40 0 30 400 30 0 0 0 0 0\n\
                     intr 1 2 3\n";
-        assert_eq!(parse_proc_stat(text, None), Some(CpuTimes { busy: 150, total: 1000 }));
+        assert_eq!(
+            parse_proc_stat(text, None),
+            Some(CpuTimes {
+                busy: 150,
+                total: 1000
+            })
+        );
         let one = CpuSet::from_cpus([1]);
-        assert_eq!(parse_proc_stat(text, Some(&one)), Some(CpuTimes { busy: 70, total: 500 }));
+        assert_eq!(
+            parse_proc_stat(text, Some(&one)),
+            Some(CpuTimes {
+                busy: 70,
+                total: 500
+            })
+        );
         assert_eq!(parse_proc_stat(text, Some(&CpuSet::from_cpus([5]))), None);
     }
 

@@ -31,7 +31,10 @@ fn draw_inner(path: &Path, outcomes: &[Outcome]) -> DrawResult {
     Ok(())
 }
 
-fn latency_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, outcomes: &[Outcome]) -> DrawResult
+fn latency_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    outcomes: &[Outcome],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
@@ -42,10 +45,19 @@ where
                 let p = h.percentiles(&LATENCY_PERCENTILES);
                 [p[0].value, p[1].value, p[2].value, p[3].value].map(|v| v.max(1))
             };
-            (o.backend, values(&o.latencies.wakeup), values(&o.latencies.request))
+            (
+                o.backend,
+                values(&o.latencies.wakeup),
+                values(&o.latencies.request),
+            )
         })
         .collect();
-    let top = series.iter().flat_map(|(_, w, r)| w.iter().chain(r)).copied().max().unwrap_or(1);
+    let top = series
+        .iter()
+        .flat_map(|(_, w, r)| w.iter().chain(r))
+        .copied()
+        .max()
+        .unwrap_or(1);
     let mut chart = ChartBuilder::on(area)
         .caption("latency percentiles (usec, log scale)", ("sans-serif", 18))
         .margin(12)
@@ -67,41 +79,82 @@ where
         .draw()?;
     for (i, (name, wakeup, request)) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        let points = |v: &[u64; 4]| v.iter().enumerate().map(|(x, &y)| (x as f64, y)).collect::<Vec<_>>();
+        let points = |v: &[u64; 4]| {
+            v.iter()
+                .enumerate()
+                .map(|(x, &y)| (x as f64, y))
+                .collect::<Vec<_>>()
+        };
         chart
             .draw_series(LineSeries::new(points(wakeup), color.stroke_width(2)).point_size(3))?
             .label(format!("{name} wakeup"))
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
         chart
-            .draw_series(DashedLineSeries::new(points(request), 6, 4, color.stroke_width(1)))?
+            .draw_series(DashedLineSeries::new(
+                points(request),
+                6,
+                4,
+                color.stroke_width(1),
+            ))?
             .label(format!("{name} request"))
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(1)));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     Ok(())
 }
 
-fn rps_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, outcomes: &[Outcome]) -> DrawResult
+fn rps_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    outcomes: &[Outcome],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
-    let seconds = outcomes.iter().map(|o| o.rps_series.len()).max().unwrap_or(1).max(1) as u64;
-    let top = outcomes.iter().flat_map(|o| o.rps_series.iter()).copied().max().unwrap_or(1).max(1);
+    let seconds = outcomes
+        .iter()
+        .map(|o| o.rps_series.len())
+        .max()
+        .unwrap_or(1)
+        .max(1) as u64;
+    let top = outcomes
+        .iter()
+        .flat_map(|o| o.rps_series.iter())
+        .copied()
+        .max()
+        .unwrap_or(1)
+        .max(1);
     let mut chart = ChartBuilder::on(area)
         .caption("requests per second", ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(30)
         .y_label_area_size(70)
         .build_cartesian_2d(0u64..seconds, 0u64..top + top / 10)?;
-    chart.configure_mesh().x_desc("second").y_desc("rps").draw()?;
+    chart
+        .configure_mesh()
+        .x_desc("second")
+        .y_desc("rps")
+        .draw()?;
     for (i, o) in outcomes.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        let points = o.rps_series.iter().enumerate().map(|(k, &v)| (k as u64 + 1, v));
+        let points = o
+            .rps_series
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| (k as u64 + 1, v));
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)).point_size(3))?
             .label(format!("{} (average {:.0})", o.backend, o.average_rps))
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     Ok(())
 }

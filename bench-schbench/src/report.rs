@@ -43,8 +43,20 @@ fn write_block(
     pcts: &[f64],
     star: usize,
 ) -> io::Result<()> {
-    writeln!(out, "{title} percentiles ({units}) runtime {runtime} (s) ({} total samples)", hist.total())?;
-    for (i, Percentile { pct, value, samples }) in hist.percentiles(pcts).into_iter().enumerate() {
+    writeln!(
+        out,
+        "{title} percentiles ({units}) runtime {runtime} (s) ({} total samples)",
+        hist.total()
+    )?;
+    for (
+        i,
+        Percentile {
+            pct,
+            value,
+            samples,
+        },
+    ) in hist.percentiles(pcts).into_iter().enumerate()
+    {
         let mark = if i == star { "* " } else { "  " };
         writeln!(out, "\t{mark}{pct:2.1}th: {value:<10} ({samples} samples)")?;
     }
@@ -52,10 +64,39 @@ fn write_block(
 }
 
 /// The three blocks of a report: wakeup and request latencies (µs) and RPS.
-pub fn write_blocks(out: &mut dyn Write, runtime: u64, latencies: &Snapshot, rps: &Histogram) -> io::Result<()> {
-    write_block(out, "Wakeup Latencies", "usec", runtime, &latencies.wakeup, &LATENCY_PERCENTILES, LATENCY_STAR)?;
-    write_block(out, "Request Latencies", "usec", runtime, &latencies.request, &LATENCY_PERCENTILES, LATENCY_STAR)?;
-    write_block(out, "RPS", "requests", runtime, rps, &RPS_PERCENTILES, RPS_STAR)
+pub fn write_blocks(
+    out: &mut dyn Write,
+    runtime: u64,
+    latencies: &Snapshot,
+    rps: &Histogram,
+) -> io::Result<()> {
+    write_block(
+        out,
+        "Wakeup Latencies",
+        "usec",
+        runtime,
+        &latencies.wakeup,
+        &LATENCY_PERCENTILES,
+        LATENCY_STAR,
+    )?;
+    write_block(
+        out,
+        "Request Latencies",
+        "usec",
+        runtime,
+        &latencies.request,
+        &LATENCY_PERCENTILES,
+        LATENCY_STAR,
+    )?;
+    write_block(
+        out,
+        "RPS",
+        "requests",
+        runtime,
+        rps,
+        &RPS_PERCENTILES,
+        RPS_STAR,
+    )
 }
 
 /// The last line of an interim report: the last one-second RPS sample.
@@ -83,7 +124,11 @@ pub struct Row<'a> {
 /// p50/p99 (µs), and RPS as a ratio to `threads` (`-` when threads did not run or
 /// did no requests).
 pub fn write_comparison(out: &mut dyn Write, rows: &[Row<'_>]) -> io::Result<()> {
-    let base = rows.iter().find(|r| r.backend == "threads").map(|r| r.average_rps).filter(|&r| r > 0.0);
+    let base = rows
+        .iter()
+        .find(|r| r.backend == "threads")
+        .map(|r| r.average_rps)
+        .filter(|&r| r > 0.0);
     writeln!(out, "=== comparison ===")?;
     writeln!(
         out,
@@ -93,11 +138,20 @@ pub fn write_comparison(out: &mut dyn Write, rows: &[Row<'_>]) -> io::Result<()>
     for row in rows {
         let wake = row.latencies.wakeup.percentiles(&[50.0, 99.0]);
         let req = row.latencies.request.percentiles(&[50.0, 99.0]);
-        let ratio = base.map_or_else(|| "-".to_string(), |b| format!("{:.2}", row.average_rps / b));
+        let ratio = base.map_or_else(
+            || "-".to_string(),
+            |b| format!("{:.2}", row.average_rps / b),
+        );
         writeln!(
             out,
             "{:<10} {:>14.2} {:>10} {:>10} {:>10} {:>10} {:>11}",
-            row.backend, row.average_rps, wake[0].value, wake[1].value, req[0].value, req[1].value, ratio
+            row.backend,
+            row.average_rps,
+            wake[0].value,
+            wake[1].value,
+            req[0].value,
+            req[1].value,
+            ratio
         )?;
     }
     Ok(())
@@ -117,7 +171,9 @@ mod tests {
     fn rps_block_matches_the_original_layout() {
         // BENCHMARKS.md's example: 11 samples whose 20/50/90th fall in these buckets.
         let mut rps = Histogram::new();
-        for v in [16273, 16300, 16864, 17000, 17100, 17184, 17500, 17600, 17700, 17888, 18045] {
+        for v in [
+            16273, 16300, 16864, 17000, 17100, 17184, 17500, 17600, 17700, 17888, 18045,
+        ] {
             rps.record(v);
         }
         let out = text(|w| write_block(w, "RPS", "requests", 10, &rps, &RPS_PERCENTILES, RPS_STAR));
@@ -138,27 +194,50 @@ mod tests {
         snap.request.record(185);
         let out = text(|w| write_blocks(w, 3, &snap, &Histogram::new()));
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[0], "Wakeup Latencies percentiles (usec) runtime 3 (s) (100 total samples)");
+        assert_eq!(
+            lines[0],
+            "Wakeup Latencies percentiles (usec) runtime 3 (s) (100 total samples)"
+        );
         assert_eq!(lines[1], "\t  50.0th: 50         (50 samples)");
         assert_eq!(lines[3], "\t* 99.0th: 99         (9 samples)");
         assert_eq!(lines[4], "\t  99.9th: 100        (1 samples)");
         assert_eq!(lines[5], "\t  min=1, max=100");
-        assert_eq!(lines[6], "Request Latencies percentiles (usec) runtime 3 (s) (1 total samples)");
-        assert_eq!(lines[12], "RPS percentiles (requests) runtime 3 (s) (0 total samples)");
+        assert_eq!(
+            lines[6],
+            "Request Latencies percentiles (usec) runtime 3 (s) (1 total samples)"
+        );
+        assert_eq!(
+            lines[12],
+            "RPS percentiles (requests) runtime 3 (s) (0 total samples)"
+        );
         assert_eq!(lines[16], "\t  min=0, max=0");
-        assert_eq!(text(|w| write_average_rps(w, 17353.0)), "average rps: 17353.00\n");
+        assert_eq!(
+            text(|w| write_average_rps(w, 17353.0)),
+            "average rps: 17353.00\n"
+        );
     }
 
     #[test]
     fn comparison_ratios_to_threads() {
         let snap = Snapshot::default();
         let rows = [
-            Row { backend: "threads", average_rps: 1000.0, latencies: &snap },
-            Row { backend: "tokio", average_rps: 500.0, latencies: &snap },
+            Row {
+                backend: "threads",
+                average_rps: 1000.0,
+                latencies: &snap,
+            },
+            Row {
+                backend: "tokio",
+                average_rps: 500.0,
+                latencies: &snap,
+            },
         ];
         let out = text(|w| write_comparison(w, &rows));
         assert!(out.lines().nth(2).unwrap().ends_with("1.00"));
         assert!(out.lines().nth(3).unwrap().ends_with("0.50"));
-        assert_eq!(header("tokio", "workers 2"), "=== backend tokio (workers 2) ===");
+        assert_eq!(
+            header("tokio", "workers 2"),
+            "=== backend tokio (workers 2) ==="
+        );
     }
 }

@@ -50,7 +50,11 @@ impl StatsBoard {
 
     /// The recording handle of worker `id`; hand it to that worker only.
     pub fn recorder(&self, id: usize) -> Recorder<'_> {
-        Recorder { stats: &self.workers[id], board: self, generation: self.generation.load(Relaxed) }
+        Recorder {
+            stats: &self.workers[id],
+            board: self,
+            generation: self.generation.load(Relaxed),
+        }
     }
 
     /// Asks every worker to clear its histograms before its next sample.
@@ -131,7 +135,11 @@ mod tests {
         let mut r = board.recorder(0);
         r.record(5_000, 5_000);
         board.zero();
-        assert_eq!(board.snapshot().wakeup.total(), 1, "lazy: nothing cleared yet");
+        assert_eq!(
+            board.snapshot().wakeup.total(),
+            1,
+            "lazy: nothing cleared yet"
+        );
         r.record(7_000, 7_000);
         let snap = board.snapshot();
         assert_eq!((snap.wakeup.total(), snap.wakeup.min()), (1, 7));

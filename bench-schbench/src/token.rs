@@ -55,7 +55,10 @@ impl FutexToken {
 
     #[inline]
     fn try_take(&self) -> bool {
-        self.word.value.compare_exchange(1, 0, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        self.word
+            .value
+            .compare_exchange(1, 0, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 }
 
@@ -67,7 +70,12 @@ impl Token for FutexToken {
 
     #[inline]
     fn post(&self) {
-        if self.word.value.compare_exchange(0, 1, Ordering::Release, Ordering::Relaxed).is_ok() {
+        if self
+            .word
+            .value
+            .compare_exchange(0, 1, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
             self.word.wake(1);
         }
     }
@@ -92,7 +100,6 @@ impl BlockingToken for FutexToken {
         self.try_take()
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -120,7 +127,10 @@ mod tests {
 
     #[test]
     fn ping_pong_across_threads() {
-        let (a, b) = (Arc::new(FutexToken::default()), Arc::new(FutexToken::default()));
+        let (a, b) = (
+            Arc::new(FutexToken::default()),
+            Arc::new(FutexToken::default()),
+        );
         let (a2, b2) = (a.clone(), b.clone());
         let peer = std::thread::spawn(move || {
             for _ in 0..1000 {

@@ -69,7 +69,11 @@ pub fn worker_loop<T: BlockingToken, E: Env>(w: &Wiring<T, E>, id: usize) {
                 w.env.sleep(sleep);
             }
             let held = plan.locking.then(|| w.env.lock(&w.locks));
-            let start = if plan.calibrate { shared.now_ns() } else { woke };
+            let start = if plan.calibrate {
+                shared.now_ns()
+            } else {
+                woke
+            };
             work.math();
             if let Some(held) = held {
                 w.locks.unlock(held);
@@ -107,7 +111,11 @@ fn paced_message_loop<T: BlockingToken, E>(w: &Wiring<T, E>, m: usize, scratch: 
     loop {
         let now = shared.now_ns(); // the one clock read of this round
         pacer.retarget(shared.rps_share(shared.rps_target(), m), now);
-        let budget = if shared.stopping() { u64::MAX } else { pacer.due(now) };
+        let budget = if shared.stopping() {
+            u64::MAX
+        } else {
+            pacer.due(now)
+        };
         pacer.issued(w.board.wake_some(m, budget, scratch, now));
         if w.board.live(m) == 0 {
             break;

@@ -59,7 +59,10 @@ impl Backend for Threads {
             env: OsEnv,
             shared: shared.clone(),
         });
-        let mut run = ThreadsRun { wiring: wiring.clone(), handles: Vec::new() };
+        let mut run = ThreadsRun {
+            wiring: wiring.clone(),
+            handles: Vec::new(),
+        };
         let spawned = spawn_all(&wiring, &mut run.handles);
         if let Err((error, first_unspawned_worker)) = spawned {
             // Unblock what did start: stop, retire the workers that never ran so their
@@ -75,26 +78,40 @@ impl Backend for Threads {
 
 /// Spawns the message threads, then the workers. On failure returns the error and the
 /// first worker id that was not spawned.
-fn spawn_all(w: &Arc<ThreadWiring>, handles: &mut Vec<JoinHandle<()>>) -> Result<(), (io::Error, usize)> {
+fn spawn_all(
+    w: &Arc<ThreadWiring>,
+    handles: &mut Vec<JoinHandle<()>>,
+) -> Result<(), (io::Error, usize)> {
     let plan = &w.shared.plan;
     for m in 0..plan.message_threads {
         let (w2, pin) = (w.clone(), plan.pinning.message[m].clone());
-        let handle = spawn(format!("schbench-msg{m}"), pin, move || blocking::message_loop(&w2, m));
+        let handle = spawn(format!("schbench-msg{m}"), pin, move || {
+            blocking::message_loop(&w2, m)
+        });
         handles.push(handle.map_err(|e| (e, 0))?);
     }
     for id in 0..plan.workers() {
         let (w2, pin) = (w.clone(), plan.pinning.worker.clone());
-        let handle = spawn(format!("schbench-w{id}"), pin, move || blocking::worker_loop(&w2, id));
+        let handle = spawn(format!("schbench-w{id}"), pin, move || {
+            blocking::worker_loop(&w2, id)
+        });
         handles.push(handle.map_err(|e| (e, id))?);
     }
     Ok(())
 }
 
-fn spawn(name: String, pin: Option<CpuSet>, body: impl FnOnce() + Send + 'static) -> io::Result<JoinHandle<()>> {
+fn spawn(
+    name: String,
+    pin: Option<CpuSet>,
+    body: impl FnOnce() + Send + 'static,
+) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(name).spawn(move || {
         if let Some(set) = pin {
             if let Err(e) = set.pin_current_thread() {
-                eprintln!("schbench: warning: cannot pin {:?} to CPUs {set}: {e}", std::thread::current().name());
+                eprintln!(
+                    "schbench: warning: cannot pin {:?} to CPUs {set}: {e}",
+                    std::thread::current().name()
+                );
             }
         }
         body()
@@ -116,7 +133,9 @@ impl Running for ThreadsRun {
             panicked += usize::from(handle.join().is_err());
         }
         if panicked > 0 {
-            return Err(io::Error::other(format!("{panicked} benchmark thread(s) panicked")));
+            return Err(io::Error::other(format!(
+                "{panicked} benchmark thread(s) panicked"
+            )));
         }
         Ok(None)
     }

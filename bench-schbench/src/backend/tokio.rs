@@ -105,13 +105,26 @@ impl Backend for Tokio {
                 Err(error) => {
                     shared.request_stop();
                     (0..plan.workers()).for_each(|id| w.board.retire(id));
-                    let _ = Box::new(TokioRun { rt, w, messages, workers: Vec::new() }).finish();
+                    let _ = Box::new(TokioRun {
+                        rt,
+                        w,
+                        messages,
+                        workers: Vec::new(),
+                    })
+                    .finish();
                     return Err(error);
                 }
             }
         }
-        let workers = (0..plan.workers()).map(|id| rt.spawn(worker_loop(w.clone(), id))).collect();
-        Ok(Box::new(TokioRun { rt, w, messages, workers }))
+        let workers = (0..plan.workers())
+            .map(|id| rt.spawn(worker_loop(w.clone(), id)))
+            .collect();
+        Ok(Box::new(TokioRun {
+            rt,
+            w,
+            messages,
+            workers,
+        }))
     }
 }
 
@@ -133,18 +146,25 @@ fn build_runtime(plan: &Plan) -> io::Result<Runtime> {
         .build()
 }
 
-fn spawn_pinned_message_thread(w: &Arc<Wiring>, m: usize) -> io::Result<std::thread::JoinHandle<()>> {
+fn spawn_pinned_message_thread(
+    w: &Arc<Wiring>,
+    m: usize,
+) -> io::Result<std::thread::JoinHandle<()>> {
     let w = w.clone();
     let pin = w.shared.plan.pinning.message[m].clone();
     let rt = Builder::new_current_thread().enable_time().build()?;
-    std::thread::Builder::new().name(format!("schbench-msg{m}")).spawn(move || {
-        if let Some(set) = pin {
-            if let Err(e) = set.pin_current_thread() {
-                eprintln!("schbench: warning: cannot pin message thread {m} to CPUs {set}: {e}");
+    std::thread::Builder::new()
+        .name(format!("schbench-msg{m}"))
+        .spawn(move || {
+            if let Some(set) = pin {
+                if let Err(e) = set.pin_current_thread() {
+                    eprintln!(
+                        "schbench: warning: cannot pin message thread {m} to CPUs {set}: {e}"
+                    );
+                }
             }
-        }
-        rt.block_on(message_loop(w, m));
-    })
+            rt.block_on(message_loop(w, m));
+        })
 }
 
 async fn worker_loop(w: Arc<Wiring>, id: usize) {
@@ -171,7 +191,11 @@ async fn worker_loop(w: Arc<Wiring>, id: usize) {
                 tokio::time::sleep(sleep).await;
             }
             let held = plan.locking.then(|| w.locks.lock_index(LOCK_KEY.get()));
-            let start = if plan.calibrate { shared.now_ns() } else { woke };
+            let start = if plan.calibrate {
+                shared.now_ns()
+            } else {
+                woke
+            };
             work.math();
             if let Some(held) = held {
                 w.locks.unlock(held);
@@ -206,7 +230,11 @@ async fn paced_message_loop(w: &Wiring, m: usize, scratch: &mut [u8]) {
     loop {
         let now = shared.now_ns();
         pacer.retarget(shared.rps_share(shared.rps_target(), m), now);
-        let budget = if shared.stopping() { u64::MAX } else { pacer.due(now) };
+        let budget = if shared.stopping() {
+            u64::MAX
+        } else {
+            pacer.due(now)
+        };
         pacer.issued(w.board.wake_some(m, budget, scratch, now));
         if w.board.live(m) == 0 {
             break;
@@ -214,7 +242,11 @@ async fn paced_message_loop(w: &Wiring, m: usize, scratch: &mut [u8]) {
         match pacer.wait_ns(now) {
             Some(0) | None => token.wait().await,
             Some(ns) => {
-                let _ = tokio::time::timeout(Duration::from_nanos(ns).min(MAX_PACED_WAIT), token.wait()).await;
+                let _ = tokio::time::timeout(
+                    Duration::from_nanos(ns).min(MAX_PACED_WAIT),
+                    token.wait(),
+                )
+                .await;
             }
         }
     }
@@ -234,7 +266,12 @@ struct TokioRun {
 
 impl Running for TokioRun {
     fn finish(self: Box<Self>) -> io::Result<Option<String>> {
-        let TokioRun { rt, w, messages, workers } = *self;
+        let TokioRun {
+            rt,
+            w,
+            messages,
+            workers,
+        } = *self;
         (0..w.board.message_threads()).for_each(|m| w.board.message_token(m).post());
         let mut panicked = 0;
         rt.block_on(async {
@@ -250,7 +287,9 @@ impl Running for TokioRun {
         }
         rt.shutdown_timeout(Duration::from_secs(1));
         if panicked > 0 {
-            return Err(io::Error::other(format!("{panicked} benchmark task(s) panicked")));
+            return Err(io::Error::other(format!(
+                "{panicked} benchmark task(s) panicked"
+            )));
         }
         Ok(None)
     }

@@ -98,7 +98,7 @@ pub fn run(backend: &dyn Backend, plan: &Plan, out: &mut dyn Write) -> io::Resul
     Ok(Outcome {
         backend: backend.name(),
         details,
-        features: plan.features.clone().filter(|_| backend.name() == "green"),
+        features: backend.features(),
         runtime: plan.runtime,
         latencies,
         rps: timeline.rps,

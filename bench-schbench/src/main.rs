@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use bench_schbench::backend::{self, Backend};
 use bench_schbench::cpus::CpuSet;
 use bench_schbench::driver::{self, Outcome};
-use bench_schbench::opts::{BackendChoice, Plan, UsageError};
+use bench_schbench::opts::{BackendChoice, ParseError, Plan, UsageError};
 use bench_schbench::{json, plot, report};
 
 fn main() -> ExitCode {
@@ -20,8 +20,8 @@ fn main() -> ExitCode {
     };
     let plan = match Plan::parse(std::env::args_os(), &allowed) {
         Ok(plan) => plan,
-        Err(Ok(clap_error)) => clap_error.exit(),
-        Err(Err(UsageError(msg))) => return usage_error(&msg),
+        Err(ParseError::Clap(clap_error)) => clap_error.exit(),
+        Err(ParseError::Usage(UsageError(msg))) => return usage_error(&msg),
     };
     let backends = match backend::select(&plan) {
         Ok(backends) => backends,

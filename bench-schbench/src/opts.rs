@@ -244,6 +244,15 @@ pub struct Cli {
     pub plot: Option<PathBuf>,
 }
 
+/// Why a command line was not accepted.
+#[derive(Debug)]
+pub enum ParseError {
+    /// clap's own outcome: help, version, or a syntax error. Call `exit()` on it.
+    Clap(clap::Error),
+    /// A value clap accepted but the plan rejects.
+    Usage(UsageError),
+}
+
 /// Bad command-line input; `main` prints it and exits with status 2.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UsageError(pub String);
@@ -331,15 +340,14 @@ pub struct Plan {
 
 impl Plan {
     /// Parses `args` (including the program name) for a process allowed to run on
-    /// `allowed`. `Err(Ok(e))` is clap's own outcome (help, version, or a syntax error:
-    /// call `e.exit()`); `Err(Err(e))` is a value clap accepted but the plan rejects.
-    pub fn parse<I, S>(args: I, allowed: &CpuSet) -> Result<Plan, Result<clap::Error, UsageError>>
+    /// `allowed`.
+    pub fn parse<I, S>(args: I, allowed: &CpuSet) -> Result<Plan, ParseError>
     where
         I: IntoIterator<Item = S>,
         S: Into<std::ffi::OsString> + Clone,
     {
-        let cli = Cli::try_parse_from(args).map_err(Ok)?;
-        Plan::resolve(cli, allowed).map_err(Err)
+        let cli = Cli::try_parse_from(args).map_err(ParseError::Clap)?;
+        Plan::resolve(cli, allowed).map_err(ParseError::Usage)
     }
 
     /// Fills in defaults and checks every value against `allowed` CPUs.
@@ -369,7 +377,7 @@ impl Plan {
         if cli.intervaltime == 0 {
             return usage("-i/--intervaltime must be at least 1 second");
         }
-        if cli.warmuptime >= cli.runtime && cli.warmuptime > 0 {
+        if cli.warmuptime >= cli.runtime {
             return usage(format!(
                 "-w/--warmuptime ({}) must be shorter than -r/--runtime ({})",
                 cli.warmuptime, cli.runtime
@@ -525,8 +533,8 @@ mod tests {
     fn plan(args: &str) -> Result<Plan, String> {
         let argv = std::iter::once("schbench").chain(args.split_whitespace());
         Plan::parse(argv, &two_cpus()).map_err(|e| match e {
-            Ok(clap) => format!("clap: {}", clap.kind()),
-            Err(usage) => usage.0,
+            ParseError::Clap(clap) => format!("clap: {}", clap.kind()),
+            ParseError::Usage(usage) => usage.0,
         })
     }
 

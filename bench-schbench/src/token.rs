@@ -19,10 +19,8 @@
 //! `arm` is relaxed: it is always followed by a release that publishes it (the push on
 //! the wait list, or the `AcqRel` swap that takes the list; see `list`).
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
-
 use linux_futex::{Futex, Private};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A one-token wake-up channel that any thread may post.
 pub trait Token: Send + Sync + Default + 'static {
@@ -36,8 +34,6 @@ pub trait Token: Send + Sync + Default + 'static {
 pub trait BlockingToken: Token {
     /// Blocks until the token is there and consumes it.
     fn wait(&self);
-    /// Like `wait`, but gives up after `timeout`; returns whether the token was taken.
-    fn wait_timeout(&self, timeout: Duration) -> bool;
 }
 
 /// The original's futex semaphore. Aligned so tokens do not share cache lines.
@@ -53,8 +49,9 @@ impl FutexToken {
         &self.word.value
     }
 
+    /// Consumes the token if it is there, without blocking.
     #[inline]
-    fn try_take(&self) -> bool {
+    pub fn try_take(&self) -> bool {
         self.word
             .value
             .compare_exchange(1, 0, Ordering::Acquire, Ordering::Relaxed)
@@ -89,23 +86,12 @@ impl BlockingToken for FutexToken {
             let _ = self.word.wait(0);
         }
     }
-
-    fn wait_timeout(&self, timeout: Duration) -> bool {
-        if self.try_take() {
-            return true;
-        }
-        // Whatever ends the sleep (a post, the timeout, a signal), the word decides;
-        // an early return only makes the caller's loop go round once more.
-        let _ = self.word.wait_for(0, timeout);
-        self.try_take()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use std::time::Instant;
 
     #[test]
     fn post_before_wait_is_not_lost() {
@@ -114,7 +100,7 @@ mod tests {
         t.post(); // one token only
         t.wait();
         assert_eq!(t.raw().load(Ordering::Relaxed), 0);
-        assert!(!t.wait_timeout(Duration::from_millis(1)));
+        assert!(!t.try_take());
     }
 
     #[test]
@@ -122,7 +108,7 @@ mod tests {
         let t = FutexToken::default();
         t.post();
         t.arm();
-        assert!(!t.wait_timeout(Duration::from_millis(1)));
+        assert!(!t.try_take());
     }
 
     #[test]
@@ -143,13 +129,5 @@ mod tests {
             b.wait();
         }
         peer.join().unwrap();
-    }
-
-    #[test]
-    fn wait_timeout_times_out() {
-        let t = FutexToken::default();
-        let start = Instant::now();
-        assert!(!t.wait_timeout(Duration::from_millis(5)));
-        assert!(start.elapsed() >= Duration::from_millis(5));
     }
 }

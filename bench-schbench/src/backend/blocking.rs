@@ -19,8 +19,9 @@ use crate::shared::Shared;
 use crate::token::BlockingToken;
 use crate::work::Work;
 
-/// Longest timed wait of a paced message loop, so that it follows `-A` rate changes.
-pub const MAX_PACED_WAIT: Duration = Duration::from_millis(10);
+/// Longest sleep of a paced message loop, so that it follows `-A` rate changes and
+/// notices the end of the run.
+pub const MAX_PACED_SLEEP: Duration = Duration::from_millis(10);
 
 /// What differs between blocking backends besides the token.
 pub trait Env: Send + Sync + 'static {
@@ -87,7 +88,7 @@ pub fn worker_loop<T: BlockingToken, E: Env>(w: &Wiring<T, E>, id: usize) {
 }
 
 /// Runs message thread `m` until all its workers have retired.
-pub fn message_loop<T: BlockingToken, E>(w: &Wiring<T, E>, m: usize) {
+pub fn message_loop<T: BlockingToken, E: Env>(w: &Wiring<T, E>, m: usize) {
     let mut scratch = vec![0u8; w.shared.plan.pipe];
     if w.shared.plan.paced() {
         return paced_message_loop(w, m, &mut scratch);
@@ -102,9 +103,11 @@ pub fn message_loop<T: BlockingToken, E>(w: &Wiring<T, E>, m: usize) {
     }
 }
 
-/// `-R`/`-A`: wake only the workers whose requests are due; sleep until the next one
-/// is (or until a worker returns, when requests are owed and nobody was free).
-fn paced_message_loop<T: BlockingToken, E>(w: &Wiring<T, E>, m: usize, scratch: &mut [u8]) {
+/// `-R`/`-A`: wake only the workers whose requests are due; then sleep until the next
+/// one is, or, when requests are owed and nobody was free, wait for a worker to return
+/// (its publish posts the token). Posts that arrive while it sleeps leave one token,
+/// which only costs one extra round.
+fn paced_message_loop<T: BlockingToken, E: Env>(w: &Wiring<T, E>, m: usize, scratch: &mut [u8]) {
     let shared = &*w.shared;
     let token = w.board.message_token(m);
     let mut pacer = Pacer::new(shared.rps_share(shared.rps_target(), m), shared.now_ns());
@@ -122,9 +125,7 @@ fn paced_message_loop<T: BlockingToken, E>(w: &Wiring<T, E>, m: usize, scratch: 
         }
         match pacer.wait_ns(now) {
             Some(0) | None => token.wait(),
-            Some(ns) => {
-                token.wait_timeout(Duration::from_nanos(ns).min(MAX_PACED_WAIT));
-            }
+            Some(ns) => w.env.sleep(Duration::from_nanos(ns).min(MAX_PACED_SLEEP)),
         }
     }
 }

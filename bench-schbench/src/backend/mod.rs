@@ -54,6 +54,11 @@ pub trait Backend {
     /// Details for the header line (e.g. worker threads, features); may be empty.
     fn details(&self, plan: &Plan) -> String;
 
+    /// The runtime feature switches in effect, for the JSON output (green only).
+    fn features(&self) -> Option<String> {
+        None
+    }
+
     /// Starts every message loop and worker loop (see the module contract).
     fn start(&self, shared: Arc<Shared>) -> std::io::Result<Box<dyn Running>>;
 }

@@ -30,7 +30,7 @@ use tokio::runtime::{Builder, Runtime};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::blocking::MAX_PACED_WAIT;
+use super::blocking::MAX_PACED_SLEEP;
 use super::{Backend, Running};
 use crate::board::Board;
 use crate::lock::SpinLocks;
@@ -241,13 +241,7 @@ async fn paced_message_loop(w: &Wiring, m: usize, scratch: &mut [u8]) {
         }
         match pacer.wait_ns(now) {
             Some(0) | None => token.wait().await,
-            Some(ns) => {
-                let _ = tokio::time::timeout(
-                    Duration::from_nanos(ns).min(MAX_PACED_WAIT),
-                    token.wait(),
-                )
-                .await;
-            }
+            Some(ns) => tokio::time::sleep(Duration::from_nanos(ns).min(MAX_PACED_SLEEP)).await,
         }
     }
 }

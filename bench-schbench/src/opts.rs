@@ -92,44 +92,80 @@ fn parse_cpu_spec(arg: &str) -> Result<CpuSpec, String> {
 #[command(name = "schbench", version, about = ABOUT, long_about = LONG_ABOUT)]
 pub struct Cli {
     /// Number of message threads
-    #[arg(short = 'm', long = "message-threads", default_value_t = 1)]
+    #[arg(
+        short = 'm',
+        long = "message-threads",
+        value_name = "N",
+        default_value_t = 1
+    )]
     pub message_threads: usize,
 
     /// Workers per message thread [default: ceil(CPUs / message threads)]
-    #[arg(short = 't', long = "threads")]
+    #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
     /// Seconds to run
-    #[arg(short = 'r', long = "runtime", default_value_t = 30)]
+    #[arg(
+        short = 'r',
+        long = "runtime",
+        value_name = "SECS",
+        default_value_t = 30
+    )]
     pub runtime: u64,
 
     /// Seconds of warmup; statistics are zeroed when it ends
-    #[arg(short = 'w', long = "warmuptime", default_value_t = 0)]
+    #[arg(
+        short = 'w',
+        long = "warmuptime",
+        value_name = "SECS",
+        default_value_t = 0
+    )]
     pub warmuptime: u64,
 
     /// Seconds between interim reports
-    #[arg(short = 'i', long = "intervaltime", default_value_t = 10)]
+    #[arg(
+        short = 'i',
+        long = "intervaltime",
+        value_name = "SECS",
+        default_value_t = 10
+    )]
     pub intervaltime: u64,
 
     /// Zero the statistics every N seconds (0: never)
-    #[arg(short = 'z', long = "zerotime", default_value_t = 0)]
+    #[arg(
+        short = 'z',
+        long = "zerotime",
+        value_name = "SECS",
+        default_value_t = 0
+    )]
     pub zerotime: u64,
 
     /// Per-worker cache footprint of the matrix math, in KiB
     #[arg(
         short = 'F',
         long = "footprint",
+        value_name = "KIB",
         visible_alias = "cache_footprint",
         default_value_t = 256
     )]
     pub footprint: usize,
 
     /// Matrix multiplications per request
-    #[arg(short = 'n', long = "operations", default_value_t = 5)]
+    #[arg(
+        short = 'n',
+        long = "operations",
+        value_name = "N",
+        default_value_t = 5
+    )]
     pub operations: usize,
 
     /// Microseconds each request sleeps before its math (0: no sleep)
-    #[arg(short = 's', long = "sleeptime", default_value_t = 100)]
+    #[arg(
+        short = 's',
+        long = "sleeptime",
+        value_name = "USEC",
+        default_value_t = 100
+    )]
     pub sleeptime: u64,
 
     /// Do not take the per-CPU lock around the math
@@ -145,6 +181,7 @@ pub struct Cli {
     #[arg(
         short = 'R',
         long = "rps",
+        value_name = "RATE",
         default_value_t = 0,
         long_help = "Fixed request rate in requests/s, split evenly over the message threads \
                      (0: as fast as workers come back). A message thread then wakes a waiting \
@@ -158,6 +195,7 @@ pub struct Cli {
     #[arg(
         short = 'A',
         long = "auto-rps",
+        value_name = "PCT",
         default_value_t = 0,
         long_help = "Auto-RPS: every second, read the busy share of the worker CPUs from \
                      /proc/stat and scale the request rate by target/busy (clamped to \
@@ -169,6 +207,7 @@ pub struct Cli {
     #[arg(
         short = 'p',
         long = "pipe",
+        value_name = "SIZE",
         default_value_t = 0,
         long_help = "Pipe mode with SIZE-byte transfers (0: off, at most 1 MiB). Each worker \
                      shares a SIZE-byte buffer with its message thread. On every wake the \
@@ -179,10 +218,12 @@ pub struct Cli {
     )]
     pub pipe: usize,
 
-    /// CPUs for the message threads: a list (0-3,8) or `auto`
+    /// CPUs for the message threads: a list (0-3,8) or `auto` (message thread i alone on
+    /// CPU i, workers elsewhere; differs from the original, see --help)
     #[arg(
         short = 'M',
         long = "message-cpus",
+        value_name = "CPUS",
         value_parser = parse_cpu_spec,
         long_help = "CPUs for the message threads: a list such as 0-3,8 (every message thread \
                      may run on all of them) or `auto`: message thread i runs alone on the \
@@ -198,6 +239,7 @@ pub struct Cli {
     #[arg(
         short = 'W',
         long = "worker-cpus",
+        value_name = "CPUS",
         value_parser = parse_cpu_spec,
         long_help = "CPUs for the workers: a list (every worker may run on all of them) or \
                      `auto`: every allowed CPU not named by -M. Default: all CPUs, except \
@@ -228,7 +270,7 @@ pub struct Cli {
     pub backend: BackendChoice,
 
     /// OS worker threads of the green and tokio runtimes [default: CPUs available to workers]
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
 
     /// Green runtime feature switches, `sched_features` syntax (e.g. NO_DELAY_DEQUEUE,TTWU_QUEUE)

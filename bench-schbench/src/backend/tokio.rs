@@ -136,6 +136,8 @@ fn build_runtime(plan: &Plan) -> io::Result<Runtime> {
         .enable_time()
         .thread_name("schbench-tokio")
         .on_thread_start(move || {
+            // Relaxed: the counter only hands out distinct indices; nothing else is
+            // published through it.
             LOCK_KEY.set(next_key.fetch_add(1, Ordering::Relaxed));
             if let Some(set) = &pin {
                 if let Err(e) = set.pin_current_thread() {

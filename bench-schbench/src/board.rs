@@ -10,8 +10,12 @@
 //! spawn: waiting is the backend's (a futex, a `Notify`, a green futex), and so is
 //! everything a request does between two publishes.
 //!
+//! Workers: each worker loop claims its node once ([`Board::worker`]); the handle is
+//! the only way to publish, read the wake stamp or touch the pipe buffer, so one loop
+//! per worker is enforced, not assumed.
+//!
 //! Shutdown: a message slot counts its running workers (`live`). A worker leaving for
-//! good decrements it (`Release`) and posts the message token; the message loop exits
+//! good (its handle dropped) decrements it (`Release`) and posts the message token; the message loop exits
 //! once it reads 0 (`Acquire`) after a batch. Until then it keeps waking whoever
 //! pushes, so no worker is left asleep on a list, whatever the interleaving with the
 //! stop flag.
@@ -23,7 +27,7 @@
 //! two sides never touch the buffer at the same time.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::list::{Linked, WaitList, NIL};
 use crate::token::Token;
@@ -36,6 +40,7 @@ pub struct Node<T> {
     wake_time: AtomicU64,
     link: AtomicUsize,
     message: usize,
+    claimed: AtomicBool,
     pipe: PipeBuf,
 }
 
@@ -81,6 +86,7 @@ impl<T: Token> Board<T> {
                     wake_time: AtomicU64::new(0),
                     link: AtomicUsize::new(NIL),
                     message: id / per_message,
+                    claimed: AtomicBool::new(false),
                     pipe: PipeBuf::new(pipe_size),
                 })
                 .collect(),
@@ -108,61 +114,22 @@ impl<T: Token> Board<T> {
         &self.messages[m].token
     }
 
-    /// The token worker `id` waits on.
-    pub fn worker_token(&self, id: usize) -> &T {
-        &self.nodes[id].token
-    }
-
-    /// Worker side, the start of a request: re-arm the worker's token, stamp it, push
-    /// it on its message thread's list and post the message thread. The caller then
-    /// waits on [`worker_token`](Self::worker_token).
+    /// Claims worker `id`'s side of the board for the calling loop; dropping the
+    /// returned handle retires the worker (at the end of its loop, while unwinding from
+    /// a panic, or at once for a worker that is never run).
     ///
-    /// `stamp_ns` is any recent time (the worker passes the end of its previous
-    /// request, a clock read it already has); the message thread overwrites it with
-    /// the batch time before the wake.
-    #[inline]
-    pub fn publish(&self, id: usize, stamp_ns: u64) {
-        let node = &self.nodes[id];
-        let slot = &self.messages[node.message];
-        node.token.arm();
-        node.wake_time.store(stamp_ns, Ordering::Relaxed); // published by the push
-        slot.waiting.push(&self.nodes, id);
-        slot.token.post();
-    }
-
-    /// Worker side, after its wait: the batch time the message thread stamped
-    /// (ordered by the token's `Acquire`).
-    #[inline]
-    pub fn wake_time(&self, id: usize) -> u64 {
-        self.nodes[id].wake_time.load(Ordering::Relaxed)
-    }
-
-    /// Worker side, after its wait, in pipe mode: read the message thread's message
-    /// into `scratch` and leave the reply in the shared buffer.
-    ///
-    /// # Safety
-    /// Only worker `id` may call this, between the end of its wait and its next
-    /// `publish`; that is when the protocol gives it the buffer.
-    #[inline]
-    pub unsafe fn answer_pipe(&self, id: usize, scratch: &mut [u8]) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { self.nodes[id].pipe.exchange(scratch) }
-    }
-
-    /// Worker side, once, when it leaves for good: stop counting it and post the
-    /// message thread so that it re-checks [`live`](Self::live).
-    pub fn retire(&self, id: usize) {
-        let slot = &self.messages[self.nodes[id].message];
-        // Release: pairs with the message loop's Acquire load in `live`; nothing is
-        // published through it, but it keeps the exit after the worker's last push.
-        slot.live.fetch_sub(1, Ordering::Release);
-        slot.token.post();
-    }
-
-    /// A guard that retires worker `id` when dropped: at the end of its loop, or
-    /// while unwinding from a panic, so its message thread can still leave.
-    pub fn retire_on_drop(&self, id: usize) -> Retirement<'_, T> {
-        Retirement { board: self, id }
+    /// # Panics
+    /// If `id` was claimed before: two loops for one worker would share its token and
+    /// its pipe buffer.
+    pub fn worker(&self, id: usize) -> WorkerSide<'_, T> {
+        // Relaxed: the flag only detects a second claim; it orders nothing.
+        let again = self.nodes[id].claimed.swap(true, Ordering::Relaxed);
+        assert!(!again, "worker {id} claimed twice");
+        WorkerSide {
+            board: self,
+            node: &self.nodes[id],
+            id,
+        }
     }
 
     /// Message side: workers of message thread `m` still running. The message loop
@@ -224,17 +191,69 @@ impl<T: Token> Board<T> {
     }
 }
 
-/// Retires a worker when dropped; see [`Board::retire_on_drop`].
+/// One worker's side of the board, held by exactly one loop (see [`Board::worker`]).
 #[derive(Debug)]
 #[must_use = "the worker retires when this is dropped"]
-pub struct Retirement<'a, T: Token> {
+pub struct WorkerSide<'a, T: Token> {
     board: &'a Board<T>,
+    node: &'a Node<T>,
     id: usize,
 }
 
-impl<T: Token> Drop for Retirement<'_, T> {
+impl<T: Token> WorkerSide<'_, T> {
+    /// The start of a request: re-arm the worker's token, stamp it, push it on its
+    /// message thread's list and post the message thread. The caller then waits on
+    /// [`token`](Self::token).
+    ///
+    /// `stamp_ns` is any recent time (the worker passes the end of its previous
+    /// request, a clock read it already has); the message thread overwrites it with
+    /// the batch time before the wake.
+    #[inline]
+    pub fn publish(&self, stamp_ns: u64) {
+        let slot = &self.board.messages[self.node.message];
+        self.node.token.arm();
+        self.node.wake_time.store(stamp_ns, Ordering::Relaxed); // published by the push
+        slot.waiting.push(&self.board.nodes, self.id);
+        slot.token.post();
+    }
+
+    /// The token this worker waits on after `publish`.
+    #[inline]
+    pub fn token(&self) -> &T {
+        &self.node.token
+    }
+
+    /// After the wait: the batch time the message thread stamped (ordered by the
+    /// token's `Acquire`).
+    #[inline]
+    pub fn wake_time(&self) -> u64 {
+        self.node.wake_time.load(Ordering::Relaxed)
+    }
+
+    /// After the wait, in pipe mode: read the message thread's message into `scratch`
+    /// (`-p` bytes) and leave the reply in the shared buffer.
+    ///
+    /// # Safety
+    /// Call only between the end of a wait on [`token`](Self::token) and the next
+    /// `publish`: that is when the protocol gives the buffer to this worker (its
+    /// message thread owns it from the take until the post that ended the wait).
+    #[inline]
+    pub unsafe fn answer_pipe(&self, scratch: &mut [u8]) {
+        // SAFETY: forwarded from the caller's contract; `self` is the only handle of
+        // this worker (`Board::worker` claims it once).
+        unsafe { self.node.pipe.exchange(scratch) }
+    }
+}
+
+impl<T: Token> Drop for WorkerSide<'_, T> {
+    /// Retires the worker: stop counting it and post the message thread so that it
+    /// re-checks [`Board::live`].
     fn drop(&mut self) {
-        self.board.retire(self.id);
+        let slot = &self.board.messages[self.node.message];
+        // Release: pairs with the message loop's Acquire load in `live`, so the
+        // worker's last push and post come before the exit it allows.
+        slot.live.fetch_sub(1, Ordering::Release);
+        slot.token.post();
     }
 }
 
@@ -284,18 +303,17 @@ mod tests {
     #[test]
     fn batch_wakes_everyone_with_one_stamp() {
         let board: Board<FutexToken> = Board::new(1, 3, 0);
-        for id in 0..3 {
-            board.publish(id, 7);
-        }
+        let workers: Vec<_> = (0..3).map(|id| board.worker(id)).collect();
+        workers.iter().for_each(|w| w.publish(7));
         let mut clock_reads = 0;
         let woken = board.wake_all(0, &mut [], || {
             clock_reads += 1;
             1000
         });
         assert_eq!((woken, clock_reads), (3, 1));
-        for id in 0..3 {
-            assert_eq!(board.wake_time(id), 1000);
-            assert!(board.worker_token(id).try_take());
+        for w in &workers {
+            assert_eq!(w.wake_time(), 1000);
+            assert!(w.token().try_take());
         }
         assert_eq!(
             board.wake_all(0, &mut [], || unreachable!(
@@ -308,7 +326,8 @@ mod tests {
     #[test]
     fn paced_batch_keeps_the_rest_waiting() {
         let board: Board<FutexToken> = Board::new(2, 3, 0);
-        (3..6).for_each(|id| board.publish(id, 1));
+        let workers: Vec<_> = (3..6).map(|id| board.worker(id)).collect();
+        workers.iter().for_each(|w| w.publish(1));
         assert_eq!(board.wake_some(1, 2, &mut [], 50), 2);
         assert_eq!(board.wake_some(1, 5, &mut [], 60), 1);
         assert_eq!(board.wake_some(1, 5, &mut [], 70), 0);
@@ -320,11 +339,12 @@ mod tests {
         let peer = board.clone();
         let worker = std::thread::spawn(move || {
             let mut scratch = [0u8; 4];
-            peer.publish(0, 0);
-            peer.worker_token(0).wait();
-            // SAFETY: worker 0, between its wait and its next publish.
-            unsafe { peer.answer_pipe(0, &mut scratch) };
-            peer.retire(0);
+            let me = peer.worker(0);
+            me.publish(0);
+            me.token().wait();
+            // SAFETY: between the end of the wait and the next publish.
+            unsafe { me.answer_pipe(&mut scratch) };
+            drop(me); // retires
             scratch[0]
         });
         let mut scratch = [0u8; 4];
@@ -338,5 +358,24 @@ mod tests {
         assert_eq!(woken, 1);
         // The message thread read 0 and wrote 1; the worker read 1 and bumped it.
         assert_eq!(worker.join().unwrap(), 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "claimed twice")]
+    fn a_worker_is_claimed_once() {
+        let board: Board<FutexToken> = Board::new(1, 1, 0);
+        let _first = board.worker(0);
+        let _second = board.worker(0);
+    }
+
+    #[test]
+    fn dropping_an_unrun_worker_retires_it() {
+        let board: Board<FutexToken> = Board::new(1, 2, 0);
+        drop(board.worker(1));
+        assert_eq!(board.live(0), 1);
+        assert!(
+            board.message_token(0).try_take(),
+            "the message thread was posted"
+        );
     }
 }

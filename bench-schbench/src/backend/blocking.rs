@@ -47,23 +47,23 @@ pub struct Wiring<T, E> {
 
 /// Runs worker `id` until the run stops; it retires on the way out (even by panic).
 pub fn worker_loop<T: BlockingToken, E: Env>(w: &Wiring<T, E>, id: usize) {
-    let (shared, board) = (&*w.shared, &w.board);
+    let me = w.board.worker(id); // retires the worker when dropped, even by panic
+    let shared = &*w.shared;
     let plan = &shared.plan;
     let sleep = Duration::from_micros(plan.sleep_us);
     let mut recorder = shared.stats.recorder(id);
     let mut work = Work::new(plan);
-    let _retirement = board.retire_on_drop(id);
     let mut stamp = shared.now_ns();
     while !shared.stopping() {
-        board.publish(id, stamp);
-        board.worker_token(id).wait();
+        me.publish(stamp);
+        me.token().wait();
         if shared.stopping() {
             break;
         }
         let woke = shared.now_ns();
         let start = if plan.pipe > 0 {
-            // SAFETY: this is worker `id`, between its wait and its next publish.
-            unsafe { board.answer_pipe(id, work.scratch()) };
+            // SAFETY: between the end of the wait and the next publish.
+            unsafe { me.answer_pipe(work.scratch()) };
             woke
         } else {
             if !sleep.is_zero() {
@@ -82,7 +82,7 @@ pub fn worker_loop<T: BlockingToken, E: Env>(w: &Wiring<T, E>, id: usize) {
             start
         };
         let end = shared.now_ns();
-        recorder.record(woke.saturating_sub(board.wake_time(id)), end - start);
+        recorder.record(woke.saturating_sub(me.wake_time()), end - start);
         stamp = end;
     }
 }

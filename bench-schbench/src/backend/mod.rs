@@ -12,13 +12,15 @@
 //! [`Token`](crate::token::Token) (worker `id` belongs to message loop
 //! `id / plan.workers_per_message`), honouring `plan.pinning` as far as the backend
 //! can. Then:
-//! - a worker loops: `board.publish(id, stamp)`; wait on its token; if
-//!   `shared.stopping()`, leave; read the clock (`shared.now_ns()`): wakeup latency is
-//!   that minus `board.wake_time(id)`; run the request (pipe exchange, or sleep
+//! - a worker claims its side, `let me = board.worker(id)`, then loops:
+//!   `me.publish(stamp)`; wait on `me.token()`; if `shared.stopping()`, leave; read
+//!   the clock (`shared.now_ns()`): wakeup latency is that minus `me.wake_time()`;
+//!   run the request (pipe exchange `me.answer_pipe`, or sleep
 //!   `plan.sleep_us`, lock unless `!plan.locking`, `plan.operations` multiplications of
 //!   its own [`Matrices`](crate::math::Matrices), unlock); read the clock again and
 //!   `recorder.record(wakeup, request)`; stamp the next publish with that clock read.
-//!   On leaving, `board.retire(id)` exactly once.
+//!   Dropping `me` retires the worker; a worker that is never run is retired with
+//!   `drop(board.worker(id))`.
 //! - a message loop repeats `board.wake_all` (or, when `plan.paced()`, `wake_some`
 //!   with a [`Pacer`](crate::pace::Pacer) budget and a timed wait), exits when
 //!   `board.live(m) == 0` after a batch, and otherwise waits on its token.

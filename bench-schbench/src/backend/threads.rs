@@ -68,7 +68,7 @@ impl Backend for Threads {
             // Unblock what did start: stop, retire the workers that never ran so their
             // message threads can leave, then join.
             shared.request_stop();
-            (first_unspawned_worker..plan.workers()).for_each(|id| wiring.board.retire(id));
+            (first_unspawned_worker..plan.workers()).for_each(|id| drop(wiring.board.worker(id)));
             let _ = Box::new(run).finish();
             return Err(error);
         }

@@ -104,7 +104,7 @@ impl Backend for Tokio {
                 Ok(handle) => messages.push(handle),
                 Err(error) => {
                     shared.request_stop();
-                    (0..plan.workers()).for_each(|id| w.board.retire(id));
+                    (0..plan.workers()).for_each(|id| drop(w.board.worker(id)));
                     let _ = Box::new(TokioRun {
                         rt,
                         w,
@@ -170,23 +170,23 @@ fn spawn_pinned_message_thread(
 }
 
 async fn worker_loop(w: Arc<Wiring>, id: usize) {
-    let (shared, board) = (&*w.shared, &w.board);
+    let me = w.board.worker(id); // retires the worker when dropped, even by panic
+    let shared = &*w.shared;
     let plan = &shared.plan;
     let sleep = Duration::from_micros(plan.sleep_us);
     let mut recorder = shared.stats.recorder(id);
     let mut work = Work::new(plan);
-    let _retirement = board.retire_on_drop(id);
     let mut stamp = shared.now_ns();
     while !shared.stopping() {
-        board.publish(id, stamp);
-        board.worker_token(id).wait().await;
+        me.publish(stamp);
+        me.token().wait().await;
         if shared.stopping() {
             break;
         }
         let woke = shared.now_ns();
         let start = if plan.pipe > 0 {
-            // SAFETY: this task is worker `id`, between its wait and its next publish.
-            unsafe { board.answer_pipe(id, work.scratch()) };
+            // SAFETY: between the end of the wait and the next publish.
+            unsafe { me.answer_pipe(work.scratch()) };
             woke
         } else {
             if !sleep.is_zero() {
@@ -205,7 +205,7 @@ async fn worker_loop(w: Arc<Wiring>, id: usize) {
             start
         };
         let end = shared.now_ns();
-        recorder.record(woke.saturating_sub(board.wake_time(id)), end - start);
+        recorder.record(woke.saturating_sub(me.wake_time()), end - start);
         stamp = end;
     }
 }

@@ -30,14 +30,18 @@
 //! [`BlockingToken`](crate::token::BlockingToken) and a [`blocking::Env`].
 //!
 //! [`Running::finish`] is called after `shared.request_stop()`: it posts every message
-//! token (a paced message loop may be in a long timed wait), joins every loop and
-//! returns text to print after the report (green: the runtime's `Stats` with `--stats`).
+//! token (so that the stop is seen at once, wherever a message loop waits), joins
+//! every loop and returns text to print after the report (green: the runtime's
+//! `Stats` with `--stats`).
 //!
 //! # Adding the green backend
-//! Write `backend/green.rs` with a `GreenBackend` implementing [`Backend`] (spawn the
-//! loops of [`blocking`] as green threads with an eevdf-rt futex token, `eevdf_rt::sleep`
-//! and the lock keyed by `eevdf_rt::current().worker()`), then change the one marked
-//! line in [`Kind::available`] and the `Kind::Green` arm of [`create`].
+//! Write `backend/green.rs` with a `Green` type implementing [`Backend`]: build an
+//! eevdf-rt runtime with `plan.runtime_workers` workers and `plan.features` (an invalid
+//! feature list is a [`UsageError`]), and spawn the loops of [`blocking`] as green
+//! threads with a [`BlockingToken`](crate::token::BlockingToken) over eevdf-rt's futex,
+//! `eevdf_rt::sleep` and the lock keyed by `eevdf_rt::current().worker()`. Then declare
+//! `pub mod green;` here and make the `Kind::Green` arm of `create` (marked `GREEN:`)
+//! return it; [`select`] then runs it for `--backend green` and `--backend all`.
 
 pub mod blocking;
 pub mod threads;

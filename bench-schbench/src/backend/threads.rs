@@ -126,7 +126,7 @@ struct ThreadsRun {
 impl Running for ThreadsRun {
     fn finish(self: Box<Self>) -> io::Result<Option<String>> {
         let board = &self.wiring.board;
-        // A paced message loop may sit in a timed wait with every worker queued.
+        // Post every message token so that each message loop sees the stop at once.
         (0..board.message_threads()).for_each(|m| board.message_token(m).post());
         let mut panicked = 0;
         for handle in self.handles {

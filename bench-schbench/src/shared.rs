@@ -76,6 +76,8 @@ impl Shared {
 
     /// Changes the request rate (auto-RPS).
     pub fn set_rps_target(&self, rps: u64) {
+        // Relaxed: message loops re-read the rate every round and follow it from then
+        // on; nothing else is published through it.
         self.rps_target.store(rps.max(1), Relaxed);
     }
 

@@ -1,0 +1,710 @@
+//! Command-line options (the original's, plus the backend switches) and their
+//! resolution into a [`Plan`]: defaults filled in, every value checked, CPU lists
+//! mapped to the CPUs each message thread and worker may use.
+//!
+//! This module owns option names, defaults, meanings and validation. It must not start
+//! anything or print results; bad input becomes a [`UsageError`] that `main` turns into
+//! exit status 2.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+use crate::cpus::CpuSet;
+
+/// Largest `-p` transfer size (1 MiB).
+pub const MAX_PIPE_BYTES: usize = 1 << 20;
+/// Largest `-F` footprint (1 GiB per worker).
+pub const MAX_FOOTPRINT_KIB: usize = 1 << 20;
+/// Largest `-R` rate (requests/s).
+pub const MAX_RPS: u64 = 1_000_000_000;
+/// Largest number of workers (`-m` × `-t`).
+pub const MAX_WORKERS: usize = 1 << 16;
+
+const ABOUT: &str =
+    "schbench, the scheduler wakeup benchmark, ported to Rust with several backends";
+
+const LONG_ABOUT: &str = "\
+schbench, the scheduler wakeup benchmark, ported to Rust with several backends.
+
+M message threads each start T workers. A worker loop iteration is a request: it
+queues itself on its message thread and sleeps until woken, then sleeps -s usec,
+takes a per-CPU spin lock (unless -L), does -n naive matrix multiplications over a
+-F KiB footprint, unlocks, and records its wakeup latency (batch timestamp to running
+again) and its request latency (before the sleep to after the math). A message thread
+wakes every queued worker in one batch with one clock read, then waits for more.
+
+Each backend runs the same workload and prints the original's report blocks (to
+stdout), after a header line `=== backend NAME ...`:
+  threads  OS threads, futex post/wait, per-CPU lock keyed by sched_getcpu
+  tokio    tasks on a multi-thread tokio runtime (--workers threads), Notify as the
+           token, tokio::time::sleep (1 ms timer granularity), lock per worker thread
+  green    tasks on eevdf-rt (not available yet)
+With --backend all, a comparison table follows the last backend.
+
+Interim reports every -i seconds print the three blocks and `current rps: X` (the
+last one-second sample). Statistics are zeroed after -w warmup seconds and every -z
+seconds; `average rps` is the requests since the last zeroing divided by the seconds
+since then (total requests / runtime when nothing is zeroed).";
+
+/// Which backend(s) to run.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// OS threads and futexes (what the original measures).
+    Threads,
+    /// Green threads on eevdf-rt.
+    Green,
+    /// Tasks on a multi-thread tokio runtime.
+    Tokio,
+    /// Every available backend, one after the other, then a comparison.
+    All,
+}
+
+/// A `-M`/`-W` argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuSpec {
+    /// `auto`: message thread i alone on CPU i, workers on the others.
+    Auto,
+    /// An explicit CPU list.
+    List(CpuSet),
+}
+
+impl fmt::Display for CpuSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuSpec::Auto => f.write_str("auto"),
+            CpuSpec::List(set) => set.fmt(f),
+        }
+    }
+}
+
+fn parse_cpu_spec(arg: &str) -> Result<CpuSpec, String> {
+    if arg == "auto" {
+        Ok(CpuSpec::Auto)
+    } else {
+        CpuSet::parse_list(arg).map(CpuSpec::List)
+    }
+}
+
+/// The command line, as clap parses it. See [`Plan`] for the resolved form.
+#[derive(Parser, Clone, Debug)]
+#[command(name = "schbench", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub struct Cli {
+    /// Number of message threads
+    #[arg(
+        short = 'm',
+        long = "message-threads",
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub message_threads: usize,
+
+    /// Workers per message thread [default: ceil(CPUs / message threads)]
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Seconds to run
+    #[arg(
+        short = 'r',
+        long = "runtime",
+        value_name = "SECS",
+        default_value_t = 30
+    )]
+    pub runtime: u64,
+
+    /// Seconds of warmup; statistics are zeroed when it ends
+    #[arg(
+        short = 'w',
+        long = "warmuptime",
+        value_name = "SECS",
+        default_value_t = 0
+    )]
+    pub warmuptime: u64,
+
+    /// Seconds between interim reports
+    #[arg(
+        short = 'i',
+        long = "intervaltime",
+        value_name = "SECS",
+        default_value_t = 10
+    )]
+    pub intervaltime: u64,
+
+    /// Zero the statistics every N seconds (0: never)
+    #[arg(
+        short = 'z',
+        long = "zerotime",
+        value_name = "SECS",
+        default_value_t = 0
+    )]
+    pub zerotime: u64,
+
+    /// Per-worker cache footprint of the matrix math, in KiB
+    #[arg(
+        short = 'F',
+        long = "footprint",
+        value_name = "KIB",
+        visible_alias = "cache_footprint",
+        default_value_t = 256
+    )]
+    pub footprint: usize,
+
+    /// Matrix multiplications per request
+    #[arg(
+        short = 'n',
+        long = "operations",
+        value_name = "N",
+        default_value_t = 5
+    )]
+    pub operations: usize,
+
+    /// Microseconds each request sleeps before its math (0: no sleep)
+    #[arg(
+        short = 's',
+        long = "sleeptime",
+        value_name = "USEC",
+        default_value_t = 100
+    )]
+    pub sleeptime: u64,
+
+    /// Do not take the per-CPU lock around the math
+    #[arg(short = 'L', long = "no-locking")]
+    pub no_locking: bool,
+
+    /// Calibrate: request latency times only the matrix math
+    #[arg(short = 'C', long = "calibrate")]
+    pub calibrate: bool,
+
+    /// Fixed request rate (requests/s, all message threads together; 0: as fast as
+    /// workers come back)
+    #[arg(
+        short = 'R',
+        long = "rps",
+        value_name = "RATE",
+        default_value_t = 0,
+        long_help = "Fixed request rate in requests/s, split evenly over the message threads \
+                     (0: as fast as workers come back). A message thread then wakes a waiting \
+                     worker only when a request is due (due = elapsed time × rate − requests \
+                     issued); a worker that is not needed stays queued. When no worker is \
+                     free, due requests accumulate and are issued as workers return."
+    )]
+    pub rps: u64,
+
+    /// Auto-RPS: adjust the request rate each second to keep the worker CPUs this % busy
+    #[arg(
+        short = 'A',
+        long = "auto-rps",
+        value_name = "PCT",
+        default_value_t = 0,
+        long_help = "Auto-RPS: every second, read the busy share of the worker CPUs from \
+                     /proc/stat and scale the request rate by target/busy (clamped to \
+                     0.5..2 per step), starting from -R (or 1000 requests/s). 1..100; 0: off."
+    )]
+    pub auto_rps: u32,
+
+    /// Pipe mode: exchange messages of this many bytes instead of sleep/lock/math
+    #[arg(
+        short = 'p',
+        long = "pipe",
+        value_name = "SIZE",
+        default_value_t = 0,
+        long_help = "Pipe mode with SIZE-byte transfers (0: off, at most 1 MiB). Each worker \
+                     shares a SIZE-byte buffer with its message thread. On every wake the \
+                     message thread reads the worker's reply from the buffer and writes the \
+                     next message into it; the woken worker reads the message and writes its \
+                     reply. A request is then just this exchange: -s, -n, -F, -L and -C do not \
+                     apply. RPS counts round trips per second."
+    )]
+    pub pipe: usize,
+
+    /// CPUs for the message threads: a list (0-3,8) or `auto` (message thread i alone on
+    /// CPU i, workers elsewhere; differs from the original, see --help)
+    #[arg(
+        short = 'M',
+        long = "message-cpus",
+        value_name = "CPUS",
+        value_parser = parse_cpu_spec,
+        long_help = "CPUs for the message threads: a list such as 0-3,8 (every message thread \
+                     may run on all of them) or `auto`: message thread i runs alone on the \
+                     i-th CPU this process may use, and workers run on all the other CPUs. \
+                     This differs from the original, whose `auto` leaves workers allowed on \
+                     the message CPUs; this port does what was intended. With the tokio \
+                     backend, -M runs each message loop on its own pinned OS thread (tokio \
+                     cannot pin tasks)."
+    )]
+    pub message_cpus: Option<CpuSpec>,
+
+    /// CPUs for the workers: a list or `auto` (every CPU not used by -M)
+    #[arg(
+        short = 'W',
+        long = "worker-cpus",
+        value_name = "CPUS",
+        value_parser = parse_cpu_spec,
+        long_help = "CPUs for the workers: a list (every worker may run on all of them) or \
+                     `auto`: every allowed CPU not named by -M. Default: all CPUs, except \
+                     that -M auto keeps workers off the message CPUs. With tokio, the \
+                     runtime's worker threads get this set."
+    )]
+    pub worker_cpus: Option<CpuSpec>,
+
+    /// Write results as JSON to FILE (one object per backend, one per line)
+    #[arg(
+        short = 'j',
+        long = "json",
+        value_name = "FILE",
+        long_help = "Write the results to FILE as JSON Lines: one object per backend with keys \
+                     backend, features (null unless green), jobname, runtime (s), \
+                     wakeup_latency and request_latency (usec: total_samples, min, max, p50, \
+                     p90, p99, p99_9), rps (total_samples, min, max, p20, p50, p90), \
+                     average_rps, and options (every resolved option)."
+    )]
+    pub json: Option<PathBuf>,
+
+    /// Job name recorded in the JSON output
+    #[arg(short = 'J', long = "jobname")]
+    pub jobname: Option<String>,
+
+    /// Backend to run
+    #[arg(long, value_enum, default_value_t = BackendChoice::All)]
+    pub backend: BackendChoice,
+
+    /// OS worker threads of the green and tokio runtimes [default: CPUs available to workers]
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// Green runtime feature switches, `sched_features` syntax (e.g. NO_DELAY_DEQUEUE,TTWU_QUEUE)
+    #[arg(long, value_name = "LIST")]
+    pub features: Option<String>,
+
+    /// Print the green runtime's statistics table after its run
+    #[arg(long)]
+    pub stats: bool,
+
+    /// Draw latency percentiles (log scale) and RPS per backend into an SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Why a command line was not accepted.
+#[derive(Debug)]
+pub enum ParseError {
+    /// clap's own outcome: help, version, or a syntax error. Call `exit()` on it.
+    Clap(clap::Error),
+    /// A value clap accepted but the plan rejects.
+    Usage(UsageError),
+}
+
+/// Bad command-line input; `main` prints it and exits with status 2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// Where message threads and workers may run; `None` means unrestricted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pinning {
+    /// One entry per message thread.
+    pub message: Vec<Option<CpuSet>>,
+    /// Shared by every worker (for tokio: by the runtime's worker threads).
+    pub worker: Option<CpuSet>,
+}
+
+impl Pinning {
+    /// Whether any message thread is pinned.
+    pub fn pins_messages(&self) -> bool {
+        self.message.iter().any(Option::is_some)
+    }
+}
+
+/// Every option resolved and checked: what a run does.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// `-m`.
+    pub message_threads: usize,
+    /// `-t` (resolved default).
+    pub workers_per_message: usize,
+    /// `-r`, seconds.
+    pub runtime: u64,
+    /// `-w`, seconds.
+    pub warmup: u64,
+    /// `-i`, seconds.
+    pub interval: u64,
+    /// `-z`, seconds (0: never).
+    pub zero_every: u64,
+    /// `-F`, KiB.
+    pub footprint_kib: usize,
+    /// `-n`.
+    pub operations: usize,
+    /// `-s`, µs.
+    pub sleep_us: u64,
+    /// Not `-L`.
+    pub locking: bool,
+    /// `-C`.
+    pub calibrate: bool,
+    /// `-R`, requests/s (0: unpaced).
+    pub rps: u64,
+    /// `-A`, busy % (0: off).
+    pub auto_rps: u32,
+    /// `-p`, bytes (0: off).
+    pub pipe: usize,
+    /// `-M` as given.
+    pub message_cpus: Option<CpuSpec>,
+    /// `-W` as given.
+    pub worker_cpus: Option<CpuSpec>,
+    /// What `-M`/`-W` resolve to.
+    pub pinning: Pinning,
+    /// `-j`.
+    pub json: Option<PathBuf>,
+    /// `-J`.
+    pub jobname: Option<String>,
+    /// `--backend`.
+    pub backend: BackendChoice,
+    /// `--workers` (resolved default).
+    pub runtime_workers: usize,
+    /// `--features`.
+    pub features: Option<String>,
+    /// `--stats`.
+    pub stats: bool,
+    /// `--plot`.
+    pub plot: Option<PathBuf>,
+}
+
+impl Plan {
+    /// Parses `args` (including the program name) for a process allowed to run on
+    /// `allowed`.
+    pub fn parse<I, S>(args: I, allowed: &CpuSet) -> Result<Plan, ParseError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<std::ffi::OsString> + Clone,
+    {
+        let cli = Cli::try_parse_from(args).map_err(ParseError::Clap)?;
+        Plan::resolve(cli, allowed).map_err(ParseError::Usage)
+    }
+
+    /// Fills in defaults and checks every value against `allowed` CPUs.
+    pub fn resolve(cli: Cli, allowed: &CpuSet) -> Result<Plan, UsageError> {
+        if allowed.is_empty() {
+            return usage("this process may not run on any CPU");
+        }
+        let m = cli.message_threads;
+        if m == 0 {
+            return usage("-m/--message-threads must be at least 1");
+        }
+        let t = cli.threads.unwrap_or_else(|| allowed.len().div_ceil(m));
+        if t == 0 {
+            return usage("-t/--threads must be at least 1");
+        }
+        match m.checked_mul(t) {
+            Some(total) if total <= MAX_WORKERS => {}
+            _ => {
+                return usage(format!(
+                    "-m × -t must be at most {MAX_WORKERS} workers (got {m} × {t})"
+                ))
+            }
+        }
+        if cli.runtime == 0 {
+            return usage("-r/--runtime must be at least 1 second");
+        }
+        if cli.intervaltime == 0 {
+            return usage("-i/--intervaltime must be at least 1 second");
+        }
+        if cli.warmuptime >= cli.runtime {
+            return usage(format!(
+                "-w/--warmuptime ({}) must be shorter than -r/--runtime ({})",
+                cli.warmuptime, cli.runtime
+            ));
+        }
+        if cli.footprint > MAX_FOOTPRINT_KIB {
+            return usage(format!(
+                "-F/--footprint must be at most {MAX_FOOTPRINT_KIB} KiB"
+            ));
+        }
+        if cli.pipe > MAX_PIPE_BYTES {
+            return usage(format!(
+                "-p/--pipe transfer size must be at most {MAX_PIPE_BYTES} bytes (1 MiB)"
+            ));
+        }
+        if cli.rps > MAX_RPS {
+            return usage(format!("-R/--rps must be at most {MAX_RPS} requests/s"));
+        }
+        if cli.auto_rps > 100 {
+            return usage("-A/--auto-rps is a CPU busy percentage: 1..100 (0: off)");
+        }
+        let pinning = resolve_pinning(
+            m,
+            cli.message_cpus.as_ref(),
+            cli.worker_cpus.as_ref(),
+            allowed,
+        )?;
+        let runtime_workers = match cli.workers {
+            Some(0) => return usage("--workers must be at least 1"),
+            Some(n) if n > MAX_WORKERS => {
+                return usage(format!("--workers must be at most {MAX_WORKERS}"))
+            }
+            Some(n) => n,
+            None => pinning.worker.as_ref().unwrap_or(allowed).len(),
+        };
+        Ok(Plan {
+            message_threads: m,
+            workers_per_message: t,
+            runtime: cli.runtime,
+            warmup: cli.warmuptime,
+            interval: cli.intervaltime,
+            zero_every: cli.zerotime,
+            footprint_kib: cli.footprint,
+            operations: cli.operations,
+            sleep_us: cli.sleeptime,
+            locking: !cli.no_locking,
+            calibrate: cli.calibrate,
+            rps: cli.rps,
+            auto_rps: cli.auto_rps,
+            pipe: cli.pipe,
+            message_cpus: cli.message_cpus,
+            worker_cpus: cli.worker_cpus,
+            pinning,
+            json: cli.json,
+            jobname: cli.jobname,
+            backend: cli.backend,
+            runtime_workers,
+            features: cli.features,
+            stats: cli.stats,
+            plot: cli.plot,
+        })
+    }
+
+    /// Total number of workers (`-m` × `-t`).
+    pub fn workers(&self) -> usize {
+        self.message_threads * self.workers_per_message
+    }
+
+    /// Whether message threads pace requests (`-R` or `-A`).
+    pub fn paced(&self) -> bool {
+        self.rps > 0 || self.auto_rps > 0
+    }
+}
+
+fn check_allowed(set: &CpuSet, option: &str, allowed: &CpuSet) -> Result<(), UsageError> {
+    let missing = set.difference(allowed);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        usage(format!(
+            "{option} names CPU(s) {missing} that do not exist or are not available to this process \
+             (available: {allowed})"
+        ))
+    }
+}
+
+fn resolve_pinning(
+    m: usize,
+    message: Option<&CpuSpec>,
+    worker: Option<&CpuSpec>,
+    allowed: &CpuSet,
+) -> Result<Pinning, UsageError> {
+    let message_sets: Vec<Option<CpuSet>> = match message {
+        None => vec![None; m],
+        Some(CpuSpec::List(set)) => {
+            check_allowed(set, "-M/--message-cpus", allowed)?;
+            vec![Some(set.clone()); m]
+        }
+        Some(CpuSpec::Auto) => {
+            if m > allowed.len() {
+                return usage(format!(
+                    "-M auto puts each message thread alone on a CPU: {m} message threads need \
+                     {m} CPUs, only {} available ({allowed})",
+                    allowed.len()
+                ));
+            }
+            allowed.as_slice()[..m]
+                .iter()
+                .map(|&c| Some(CpuSet::from_cpus([c])))
+                .collect()
+        }
+    };
+    let message_union = CpuSet::from_cpus(
+        message_sets
+            .iter()
+            .flatten()
+            .flat_map(|s| s.as_slice().to_vec()),
+    );
+    let others = || {
+        let rest = allowed.difference(&message_union);
+        if rest.is_empty() {
+            usage(format!(
+                "no CPU left for workers: the message threads use all of {allowed} \
+                 (name worker CPUs with -W, or use fewer message threads)"
+            ))
+        } else {
+            Ok(Some(rest))
+        }
+    };
+    let worker_set = match worker {
+        Some(CpuSpec::List(set)) => {
+            check_allowed(set, "-W/--worker-cpus", allowed)?;
+            Some(set.clone())
+        }
+        Some(CpuSpec::Auto) => others()?,
+        None if message == Some(&CpuSpec::Auto) => others()?,
+        None => None,
+    };
+    Ok(Pinning {
+        message: message_sets,
+        worker: worker_set,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_cpus() -> CpuSet {
+        CpuSet::from_cpus([0, 1])
+    }
+
+    fn plan(args: &str) -> Result<Plan, String> {
+        let argv = std::iter::once("schbench").chain(args.split_whitespace());
+        Plan::parse(argv, &two_cpus()).map_err(|e| match e {
+            ParseError::Clap(clap) => format!("clap: {}", clap.kind()),
+            ParseError::Usage(usage) => usage.0,
+        })
+    }
+
+    #[test]
+    fn defaults_follow_the_original() {
+        let p = plan("").unwrap();
+        assert_eq!((p.message_threads, p.workers_per_message), (1, 2));
+        assert_eq!(
+            (p.runtime, p.warmup, p.interval, p.zero_every),
+            (30, 0, 10, 0)
+        );
+        assert_eq!((p.footprint_kib, p.operations, p.sleep_us), (256, 5, 100));
+        assert!(p.locking && !p.calibrate);
+        assert_eq!((p.rps, p.auto_rps, p.pipe), (0, 0, 0));
+        assert_eq!(p.backend, BackendChoice::All);
+        assert_eq!(p.runtime_workers, 2);
+        assert_eq!(
+            p.pinning,
+            Pinning {
+                message: vec![None],
+                worker: None
+            }
+        );
+        assert_eq!(plan("-m 3").unwrap().workers_per_message, 1, "ceil(2/3)");
+    }
+
+    #[test]
+    fn short_and_long_forms_agree() {
+        let short =
+            plan("-m 2 -t 3 -r 5 -w 1 -i 2 -z 3 -F 64 -n 1 -s 0 -L -C -R 100 -A 50 -p 64 -J x")
+                .unwrap();
+        let long = plan(
+            "--message-threads 2 --threads 3 --runtime 5 --warmuptime 1 --intervaltime 2 --zerotime 3 \
+             --cache_footprint 64 --operations 1 --sleeptime 0 --no-locking --calibrate --rps 100 \
+             --auto-rps 50 --pipe 64 --jobname x",
+        )
+        .unwrap();
+        for p in [&short, &long] {
+            assert_eq!(
+                (
+                    p.message_threads,
+                    p.workers_per_message,
+                    p.runtime,
+                    p.warmup
+                ),
+                (2, 3, 5, 1)
+            );
+            assert_eq!(
+                (p.interval, p.zero_every, p.footprint_kib, p.operations),
+                (2, 3, 64, 1)
+            );
+            assert_eq!(
+                (p.sleep_us, p.locking, p.calibrate, p.rps, p.auto_rps),
+                (0, false, true, 100, 50)
+            );
+            assert_eq!((p.pipe, p.jobname.as_deref()), (64, Some("x")));
+        }
+        assert_eq!(plan("--footprint 8").unwrap().footprint_kib, 8);
+        assert_eq!(
+            plan("--backend tokio --workers 3 --features NO_X --stats")
+                .unwrap()
+                .runtime_workers,
+            3
+        );
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        for (args, needle) in [
+            ("-m 0", "-m/--message-threads"),
+            ("-t 0", "-t/--threads"),
+            ("-r 0", "-r/--runtime"),
+            ("-i 0", "-i/--intervaltime"),
+            ("-r 5 -w 5", "-w/--warmuptime"),
+            ("-p 1048577", "1 MiB"),
+            ("--workers 0", "--workers"),
+            ("-A 101", "-A/--auto-rps"),
+            ("-M 0-2", "CPU(s) 2"),
+            ("-W 7", "CPU(s) 7"),
+            ("-m 3 -M auto", "need 3 CPUs"),
+            ("-m 2 -M auto", "no CPU left for workers"),
+            ("-M 0,1 -W auto", "no CPU left for workers"),
+            ("-m 70000 -t 1", "at most 65536"),
+        ] {
+            let err = plan(args).expect_err(args);
+            assert!(err.contains(needle), "{args}: {err}");
+        }
+        assert!(plan("-p 1048576").is_ok());
+    }
+
+    #[test]
+    fn clap_rejects_syntax() {
+        for args in [
+            "--bogus",
+            "-m x",
+            "-m -1",
+            "--backend fibers",
+            "-M 1-0",
+            "-W a",
+        ] {
+            let err = plan(args).expect_err(args);
+            assert!(err.starts_with("clap: "), "{args}: {err}");
+        }
+    }
+
+    #[test]
+    fn auto_pinning_isolates_message_threads() {
+        let p = plan("-M auto").unwrap();
+        assert_eq!(p.pinning.message, vec![Some(CpuSet::from_cpus([0]))]);
+        assert_eq!(p.pinning.worker, Some(CpuSet::from_cpus([1])));
+        assert_eq!(
+            p.runtime_workers, 1,
+            "--workers defaults to the worker CPUs"
+        );
+        let q = plan("-m 2 -M auto -W 0-1").unwrap();
+        assert_eq!(
+            q.pinning.message,
+            vec![Some(CpuSet::from_cpus([0])), Some(CpuSet::from_cpus([1]))]
+        );
+        assert_eq!(q.pinning.worker, Some(two_cpus()));
+        let r = plan("-M 1 -W auto").unwrap();
+        assert_eq!(r.pinning.message, vec![Some(CpuSet::from_cpus([1]))]);
+        assert_eq!(r.pinning.worker, Some(CpuSet::from_cpus([0])));
+        let s = plan("-M 1").unwrap();
+        assert_eq!(
+            s.pinning.worker, None,
+            "an explicit -M list leaves workers unrestricted"
+        );
+        assert!(!plan("").unwrap().pinning.pins_messages());
+    }
+}

@@ -1,0 +1,148 @@
+//! Per-worker measurements: wakeup and request latency histograms and the request
+//! count, written by each worker alone and read by the driver.
+//!
+//! This module owns how samples are recorded (µs, 0 µs dropped) and how statistics are
+//! zeroed (`-w`, `-z`) without a second writer. It must not read clocks, print, or
+//! know any backend.
+//!
+//! Zeroing is lazy: the driver bumps a generation number; each worker compares it with
+//! the one it last saw before recording, and clears its own histograms when it changed.
+//! So every histogram keeps a single writer, and no sample that ends after the zero
+//! point is lost. The request counts are never cleared: the driver differences them.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::hist::{AtomicHistogram, Histogram};
+
+/// One worker's measurements. Aligned so that workers do not share cache lines.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct WorkerStats {
+    wakeup: AtomicHistogram,
+    request: AtomicHistogram,
+    requests: AtomicU64,
+}
+
+/// The measurements of all workers of one run, indexed by worker id.
+#[derive(Debug)]
+pub struct StatsBoard {
+    workers: Box<[WorkerStats]>,
+    generation: AtomicU64,
+}
+
+/// Merged latency histograms of all workers at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Wakeup latencies (µs).
+    pub wakeup: Histogram,
+    /// Request latencies (µs).
+    pub request: Histogram,
+}
+
+impl StatsBoard {
+    /// A board for `workers` workers.
+    pub fn new(workers: usize) -> Self {
+        StatsBoard {
+            workers: (0..workers).map(|_| WorkerStats::default()).collect(),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The recording handle of worker `id`; hand it to that worker only.
+    pub fn recorder(&self, id: usize) -> Recorder<'_> {
+        Recorder {
+            stats: &self.workers[id],
+            board: self,
+            generation: self.generation.load(Relaxed),
+        }
+    }
+
+    /// Asks every worker to clear its histograms before its next sample.
+    pub fn zero(&self) {
+        // Relaxed: the generation publishes no other data; a worker that sees the
+        // bump late only keeps a few samples that ended around the zero point.
+        self.generation.fetch_add(1, Relaxed);
+    }
+
+    /// Requests completed by all workers so far (never reset).
+    pub fn requests(&self) -> u64 {
+        self.workers.iter().map(|w| w.requests.load(Relaxed)).sum()
+    }
+
+    /// Merges every worker's histograms.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snap = Snapshot::default();
+        for w in self.workers.iter() {
+            w.wakeup.add_to(&mut snap.wakeup);
+            w.request.add_to(&mut snap.request);
+        }
+        snap
+    }
+}
+
+/// A worker's handle for recording its own samples.
+#[derive(Debug)]
+pub struct Recorder<'a> {
+    stats: &'a WorkerStats,
+    board: &'a StatsBoard,
+    generation: u64,
+}
+
+impl Recorder<'_> {
+    /// Records one request: its wakeup and request latencies in nanoseconds (0 µs
+    /// samples are dropped, as in the original) and one more completed request.
+    #[inline]
+    pub fn record(&mut self, wakeup_ns: u64, request_ns: u64) {
+        let generation = self.board.generation.load(Relaxed);
+        if generation != self.generation {
+            self.generation = generation;
+            self.stats.wakeup.clear();
+            self.stats.request.clear();
+        }
+        let (wakeup_us, request_us) = (wakeup_ns / 1000, request_ns / 1000);
+        if wakeup_us != 0 {
+            self.stats.wakeup.record(wakeup_us);
+        }
+        if request_us != 0 {
+            self.stats.request.record(request_us);
+        }
+        // Single writer: a load and a store, no locked instruction.
+        let requests = &self.stats.requests;
+        requests.store(requests.load(Relaxed) + 1, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_in_microseconds_and_drops_zero() {
+        let board = StatsBoard::new(2);
+        let mut r = board.recorder(1);
+        r.record(999, 1000); // wakeup 0 µs: dropped; request 1 µs
+        r.record(20_500, 185_000);
+        let snap = board.snapshot();
+        assert_eq!(snap.wakeup.total(), 1);
+        assert_eq!((snap.wakeup.min(), snap.wakeup.max()), (20, 20));
+        assert_eq!((snap.request.min(), snap.request.max()), (1, 185));
+        assert_eq!(board.requests(), 2);
+    }
+
+    #[test]
+    fn zero_is_applied_by_the_worker_before_its_next_sample() {
+        let board = StatsBoard::new(1);
+        let mut r = board.recorder(0);
+        r.record(5_000, 5_000);
+        board.zero();
+        assert_eq!(
+            board.snapshot().wakeup.total(),
+            1,
+            "lazy: nothing cleared yet"
+        );
+        r.record(7_000, 7_000);
+        let snap = board.snapshot();
+        assert_eq!((snap.wakeup.total(), snap.wakeup.min()), (1, 7));
+        assert_eq!(board.requests(), 2, "request counts are never cleared");
+    }
+}

@@ -1,0 +1,426 @@
+//! End-to-end tests of the `schbench` binary: bad input exits 2 with a message, and
+//! short runs print reports that parse back and add up.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use bench_schbench::cpus::CpuSet;
+use bench_schbench::hist::bucket_index;
+
+fn schbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_schbench"))
+        .args(args)
+        .output()
+        .expect("run schbench")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).expect("utf-8 stderr")
+}
+
+#[test]
+fn bad_input_exits_2_with_a_message() {
+    for (args, needle) in [
+        (&["--bogus"][..], "--bogus"),
+        (&["-m", "0"], "-m/--message-threads"),
+        (&["-t", "0"], "-t/--threads"),
+        (&["-M", "1023"], "CPU(s) 1023"),
+        (&["-W", "0,1023"], "CPU(s) 1023"),
+        (&["-M", "x-y"], "bad CPU id"),
+        (&["-p", "1048577"], "1 MiB"),
+        (&["--backend", "fibers"], "fibers"),
+        (&["--workers", "0"], "--workers"),
+        (&["--backend", "green"], "green backend"),
+        (&["-r", "0"], "-r/--runtime"),
+        (&["-j", "/nonexistent-dir/x.json", "-r", "1"], "-j"),
+    ] {
+        let out = schbench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}");
+        assert!(stdout(&out).is_empty(), "{args:?} ran anyway");
+    }
+}
+
+#[test]
+fn help_documents_auto_pinning() {
+    let out = schbench(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = stdout(&out);
+    for needle in [
+        "--message-threads",
+        "--cache_footprint",
+        "--auto-rps",
+        "differs from the original",
+        "--backend",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}");
+    }
+}
+
+/// One parsed percentile block.
+#[derive(Debug)]
+struct Block {
+    title: String,
+    runtime: u64,
+    total: u64,
+    rows: Vec<(f64, u64, u64, bool)>,
+    min: u64,
+    max: u64,
+}
+
+fn parse_block<'a>(lines: &mut impl Iterator<Item = &'a str>, pcts: &[f64], star: usize) -> Block {
+    let head = lines.next().expect("block header");
+    let (title, rest) = head.split_once(" percentiles (").expect(head);
+    let units = if title == "RPS" { "requests" } else { "usec" };
+    let rest = rest
+        .strip_prefix(&format!("{units}) runtime "))
+        .expect(head);
+    let (runtime, rest) = rest.split_once(" (s) (").expect(head);
+    let total = rest.strip_suffix(" total samples)").expect(head);
+    let (runtime, total): (u64, u64) = (runtime.parse().unwrap(), total.parse().unwrap());
+    let mut rows = Vec::new();
+    for (i, &pct) in pcts.iter().enumerate() {
+        let line = lines.next().expect("percentile line");
+        let body = line.strip_prefix('\t').expect(line);
+        let starred = body.starts_with("* ");
+        let (value, samples) = body[2..]
+            .strip_prefix(&format!("{pct:2.1}th: "))
+            .and_then(|r| r.split_once(" ("))
+            .and_then(|(v, s)| {
+                Some((
+                    v.trim_end().parse().ok()?,
+                    s.strip_suffix(" samples)")?.parse().ok()?,
+                ))
+            })
+            .expect(line);
+        // Byte-for-byte: re-render the original's `%2.1fth: %-10u (%lu samples)`.
+        let mark = if i == star { "* " } else { "  " };
+        assert_eq!(
+            line,
+            format!("\t{mark}{pct:2.1}th: {value:<10} ({samples} samples)")
+        );
+        rows.push((pct, value, samples, starred));
+    }
+    let line = lines.next().expect("min/max line");
+    let (min, max) = line
+        .strip_prefix("\t  min=")
+        .and_then(|r| r.split_once(", max="))
+        .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
+        .expect(line);
+    Block {
+        title: title.to_string(),
+        runtime,
+        total,
+        rows,
+        min,
+        max,
+    }
+}
+
+fn check_block(b: &Block) {
+    let sum: u64 = b.rows.iter().map(|r| r.2).sum();
+    let last = b.rows.last().unwrap().0;
+    assert!(sum <= b.total, "{b:?}: percentile counts exceed the total");
+    // Counts run up to the bucket of the last printed percentile, so they cover at least
+    // that share of the samples, and everything but the samples above it.
+    assert!(
+        sum as f64 >= (last / 100.0 * b.total as f64).ceil(),
+        "{b:?}: counts too small"
+    );
+    assert!(
+        b.rows.windows(2).all(|w| w[0].1 <= w[1].1),
+        "{b:?}: percentiles not monotonic"
+    );
+    if b.total > 0 {
+        assert!(b.min <= b.max);
+        // Values are bucket midpoints; compare buckets (exact below 512).
+        assert!(
+            bucket_index(b.min) <= bucket_index(b.rows[0].1),
+            "{b:?}: min above p-first"
+        );
+        assert!(
+            bucket_index(b.rows.last().unwrap().1) <= bucket_index(b.max),
+            "{b:?}: max below p-last"
+        );
+    } else {
+        assert!(
+            b.rows.iter().all(|r| r.1 == 0 && r.2 == 0) && b.min == 0 && b.max == 0,
+            "{b:?}"
+        );
+    }
+}
+
+/// A report: wakeup, request, RPS blocks and the closing line's number.
+struct Report {
+    blocks: [Block; 3],
+    closing: (String, f64),
+}
+
+fn parse_reports(text: &str, backend: &str) -> Vec<Report> {
+    let mut lines = text.lines();
+    let header = lines.next().expect("header");
+    assert!(
+        header.starts_with(&format!("=== backend {backend}")) && header.ends_with(" ==="),
+        "{header}"
+    );
+    let mut reports = Vec::new();
+    loop {
+        let mut peek = lines.clone();
+        match peek.next() {
+            Some(l) if l.starts_with("Wakeup Latencies") => {}
+            _ => break,
+        }
+        let lat = [50.0, 90.0, 99.0, 99.9];
+        let blocks = [
+            parse_block(&mut lines, &lat, 2),
+            parse_block(&mut lines, &lat, 2),
+            parse_block(&mut lines, &[20.0, 50.0, 90.0], 1),
+        ];
+        let closing = lines.next().expect("closing line");
+        let (label, value) = closing.split_once(": ").expect(closing);
+        assert!(
+            value.split_once('.').is_some_and(|(_, d)| d.len() == 2),
+            "%.2f: {closing}"
+        );
+        reports.push(Report {
+            blocks,
+            closing: (label.to_string(), value.parse().unwrap()),
+        });
+    }
+    reports
+}
+
+/// Runs `backend` for 2 s with an interim report each second, parses everything back.
+fn parse_back(backend: &str) {
+    let out = schbench(&[
+        "--backend",
+        backend,
+        "-m",
+        "1",
+        "-t",
+        "2",
+        "-r",
+        "2",
+        "-i",
+        "1",
+        "-s",
+        "100",
+        "-n",
+        "1",
+        "-F",
+        "16",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let reports = parse_reports(&text, backend);
+    assert_eq!(
+        reports.len(),
+        2,
+        "one interim and one final report:\n{text}"
+    );
+    for (k, report) in reports.iter().enumerate() {
+        let [wakeup, request, rps] = &report.blocks;
+        assert_eq!(
+            [
+                wakeup.title.as_str(),
+                request.title.as_str(),
+                rps.title.as_str()
+            ],
+            ["Wakeup Latencies", "Request Latencies", "RPS"]
+        );
+        for b in &report.blocks {
+            assert_eq!(b.runtime, k as u64 + 1);
+            check_block(b);
+            let stars: Vec<f64> = b.rows.iter().filter(|r| r.3).map(|r| r.0).collect();
+            assert_eq!(stars, [if b.title == "RPS" { 50.0 } else { 99.0 }]);
+        }
+        assert_eq!(rps.total, k as u64 + 1, "one RPS sample per second");
+        assert!(request.total > 0, "{backend}: no request samples");
+    }
+    let [interim, last] = &reports[..] else {
+        unreachable!()
+    };
+    assert_eq!(interim.closing.0, "current rps");
+    assert_eq!(last.closing.0, "average rps");
+    let average = last.closing.1;
+    assert!(average > 0.0);
+    // Samples are requests (minus 0 µs ones): never more than average × runtime.
+    let requests = (average * 2.0).round() as u64;
+    assert!(last.blocks[0].total <= requests && last.blocks[1].total <= requests);
+    assert!(last.blocks[2].min as f64 <= average && average <= last.blocks[2].max as f64);
+}
+
+#[test]
+fn threads_report_parses_back() {
+    parse_back("threads");
+}
+
+#[test]
+fn tokio_report_parses_back() {
+    parse_back("tokio");
+}
+
+fn temp(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+#[test]
+fn all_backends_complete_a_one_second_run_with_json_and_plot() {
+    let (json, svg) = (temp("schbench-all.json"), temp("schbench-all.svg"));
+    let out = schbench(&[
+        "--backend",
+        "all",
+        "-m",
+        "1",
+        "-t",
+        "2",
+        "-r",
+        "1",
+        "-s",
+        "0",
+        "-L",
+        "-n",
+        "0",
+        "-J",
+        "ci",
+        "-j",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for backend in ["threads", "tokio"] {
+        assert!(text.contains(&format!("=== backend {backend}")), "{text}");
+    }
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "=== comparison ===")
+        .collect();
+    assert_eq!(table.len(), 4, "{text}");
+    assert!(table[2].starts_with("threads") && table[2].ends_with("1.00"));
+    assert!(table[3].starts_with("tokio"));
+
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for (obj, backend) in lines.iter().zip(["threads", "tokio"]) {
+        assert_eq!(obj["backend"], backend);
+        assert_eq!(obj["jobname"], "ci");
+        assert!(obj["features"].is_null());
+        assert!(obj["average_rps"].as_f64().unwrap() > 0.0);
+        assert_eq!(obj["rps"]["total_samples"], 1);
+        for key in ["p50", "p90", "p99", "p99_9", "min", "max", "total_samples"] {
+            assert!(obj["request_latency"][key].is_u64(), "{key}");
+            assert!(obj["wakeup_latency"][key].is_u64(), "{key}");
+        }
+        assert_eq!(obj["options"]["threads"], 2);
+        assert_eq!(obj["options"]["locking"], false);
+    }
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("threads wakeup") && svg.contains("tokio"));
+}
+
+#[test]
+fn pipe_and_paced_modes_run() {
+    let two_cpus = CpuSet::allowed().unwrap().len() >= 2; // -M auto needs one for workers
+    let runs: Vec<(&[&str], std::process::Child)> = [
+        &["--backend", "threads", "-t", "1", "-r", "1", "-p", "4096"][..],
+        &["--backend", "tokio", "-t", "1", "-r", "1", "-p", "64"],
+        &[
+            "--backend",
+            "threads",
+            "-t",
+            "2",
+            "-r",
+            "1",
+            "-R",
+            "2000",
+            "-s",
+            "0",
+            "-n",
+            "0",
+        ],
+        &[
+            "--backend",
+            "tokio",
+            "-t",
+            "2",
+            "-r",
+            "1",
+            "-R",
+            "500",
+            "-s",
+            "0",
+            "-n",
+            "0",
+        ],
+        &[
+            "--backend",
+            "threads",
+            "-t",
+            "2",
+            "-r",
+            "1",
+            "-M",
+            "auto",
+            "-C",
+            "-n",
+            "1",
+            "-F",
+            "16",
+        ],
+        &[
+            "--backend",
+            "tokio",
+            "-t",
+            "2",
+            "-r",
+            "1",
+            "-M",
+            "auto",
+            "-n",
+            "1",
+            "-F",
+            "16",
+        ],
+    ]
+    .into_iter()
+    .filter(|args| two_cpus || !args.contains(&"auto"))
+    .map(|args| {
+        let child = Command::new(env!("CARGO_BIN_EXE_schbench"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn schbench");
+        (args, child)
+    })
+    .collect();
+    for (args, child) in runs {
+        let out = child.wait_with_output().expect("wait for schbench");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let text = stdout(&out);
+        let average: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("average rps: "))
+            .and_then(|v| v.parse().ok())
+            .expect("average rps line");
+        assert!(average > 0.0, "{args:?}:\n{text}");
+        if let Some(i) = args.iter().position(|a| *a == "-R") {
+            let target: f64 = args[i + 1].parse().unwrap();
+            assert!(
+                average <= target * 1.2,
+                "{args:?}: paced run exceeded its rate: {average}"
+            );
+        }
+    }
+}

@@ -60,6 +60,14 @@ impl Matrices {
 
     /// One operation: `C = A × B`.
     pub fn multiply(&mut self) {
+        self.multiply_with(|| {});
+    }
+
+    /// One operation, calling `between_rows` after each row of `C` (green threads
+    /// pass the runtime's preemption point, as users of a cooperative runtime do in
+    /// long CPU loops).
+    #[inline]
+    pub fn multiply_with(&mut self, mut between_rows: impl FnMut()) {
         let n = self.side;
         if n == 0 {
             return;
@@ -72,6 +80,7 @@ impl Matrices {
                     .zip(column)
                     .fold(0u64, |sum, (&x, &y)| sum.wrapping_add(x.wrapping_mul(y)));
             }
+            between_rows();
         }
         black_box(&mut self.c);
     }

@@ -29,8 +29,14 @@ impl Work {
     /// The request's think time: `-n` multiplications.
     #[inline]
     pub fn math(&mut self) {
+        self.math_with(|| {});
+    }
+
+    /// The request's think time, calling `between_rows` after each matrix row.
+    #[inline]
+    pub fn math_with(&mut self, mut between_rows: impl FnMut()) {
         for _ in 0..self.operations {
-            self.matrices.multiply();
+            self.matrices.multiply_with(&mut between_rows);
         }
     }
 

@@ -34,7 +34,11 @@ fn bad_input_exits_2_with_a_message() {
         (&["-p", "1048577"], "1 MiB"),
         (&["--backend", "fibers"], "fibers"),
         (&["--workers", "0"], "--workers"),
-        (&["--backend", "green"], "green backend"),
+        (
+            &["--backend", "green", "--features", "NO_SUCH_SWITCH"],
+            "SUCH_SWITCH",
+        ),
+        (&["--features", "BOGUS,RUN_TO_PARITY"], "BOGUS"),
         (&["-r", "0"], "-r/--runtime"),
         (&["-j", "/nonexistent-dir/x.json", "-r", "1"], "-j"),
     ] {
@@ -265,6 +269,11 @@ fn tokio_report_parses_back() {
     parse_back("tokio");
 }
 
+#[test]
+fn green_report_parses_back() {
+    parse_back("green");
+}
+
 fn temp(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name)
 }
@@ -295,27 +304,32 @@ fn all_backends_complete_a_one_second_run_with_json_and_plot() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    for backend in ["threads", "tokio"] {
+    for backend in ["threads", "green", "tokio"] {
         assert!(text.contains(&format!("=== backend {backend}")), "{text}");
     }
     let table: Vec<&str> = text
         .lines()
         .skip_while(|l| *l != "=== comparison ===")
         .collect();
-    assert_eq!(table.len(), 4, "{text}");
+    assert_eq!(table.len(), 5, "{text}");
     assert!(table[2].starts_with("threads") && table[2].ends_with("1.00"));
-    assert!(table[3].starts_with("tokio"));
+    assert!(table[3].starts_with("green"));
+    assert!(table[4].starts_with("tokio"));
 
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&json)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
         .collect();
-    assert_eq!(lines.len(), 2);
-    for (obj, backend) in lines.iter().zip(["threads", "tokio"]) {
+    assert_eq!(lines.len(), 3);
+    for (obj, backend) in lines.iter().zip(["threads", "green", "tokio"]) {
         assert_eq!(obj["backend"], backend);
         assert_eq!(obj["jobname"], "ci");
-        assert!(obj["features"].is_null());
+        if backend == "green" {
+            assert_eq!(obj["features"], "default");
+        } else {
+            assert!(obj["features"].is_null());
+        }
         assert!(obj["average_rps"].as_f64().unwrap() > 0.0);
         assert_eq!(obj["rps"]["total_samples"], 1);
         for key in ["p50", "p90", "p99", "p99_9", "min", "max", "total_samples"] {
@@ -326,7 +340,12 @@ fn all_backends_complete_a_one_second_run_with_json_and_plot() {
         assert_eq!(obj["options"]["locking"], false);
     }
     let svg = std::fs::read_to_string(&svg).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("threads wakeup") && svg.contains("tokio"));
+    assert!(
+        svg.starts_with("<svg")
+            && svg.contains("threads wakeup")
+            && svg.contains("green")
+            && svg.contains("tokio")
+    );
 }
 
 #[test]

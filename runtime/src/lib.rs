@@ -56,6 +56,7 @@ mod context;
 pub mod error;
 mod future;
 pub mod io;
+mod lock;
 mod loom;
 pub mod net;
 mod runtime;

@@ -30,6 +30,11 @@ pub trait Env: Send + Sync + 'static {
     /// Takes the calling task's lock (per CPU for OS threads, per runtime worker for
     /// green threads).
     fn lock(&self, locks: &SpinLocks) -> Held;
+    /// Called after each matrix row of the math when no lock is held (green
+    /// threads: `eevdf_rt::preempt_point`, the cooperative runtime's analogue of
+    /// kernel preemption). OS threads are preempted by the kernel: nothing to do.
+    #[inline]
+    fn preempt_point(&self) {}
 }
 
 /// Everything the loops of one run share.
@@ -75,7 +80,12 @@ pub fn worker_loop<T: BlockingToken, E: Env>(w: &Wiring<T, E>, id: usize) {
             } else {
                 woke
             };
-            work.math();
+            if held.is_some() {
+                // a spin lock is held: no switch may happen inside it
+                work.math();
+            } else {
+                work.math_with(|| w.env.preempt_point());
+            }
             if let Some(held) = held {
                 w.locks.unlock(held);
             }

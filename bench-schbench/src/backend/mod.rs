@@ -44,6 +44,7 @@
 //! return it; [`select`] then runs it for `--backend green` and `--backend all`.
 
 pub mod blocking;
+pub mod green;
 pub mod threads;
 pub mod tokio;
 
@@ -128,12 +129,11 @@ pub fn select(plan: &Plan) -> Result<Vec<Box<dyn Backend>>, UsageError> {
 }
 
 /// Instantiates a backend: `Ok(None)` when it is not built in.
-fn create(kind: Kind, _plan: &Plan) -> Result<Option<Box<dyn Backend>>, UsageError> {
+fn create(kind: Kind, plan: &Plan) -> Result<Option<Box<dyn Backend>>, UsageError> {
     Ok(match kind {
         Kind::Threads => Some(Box::new(threads::Threads)),
         Kind::Tokio => Some(Box::new(tokio::Tokio)),
-        // GREEN: the one place to add the green backend (it validates `--features`):
-        // `Kind::Green => Some(Box::new(green::Green::new(_plan)?)),`
-        Kind::Green => None,
+        // The green backend validates `--features` here, before anything runs.
+        Kind::Green => Some(Box::new(green::Green::new(plan)?)),
     })
 }

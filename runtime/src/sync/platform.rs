@@ -17,7 +17,7 @@ mod imp {
 
     /// The internal lock of a primitive: short critical sections only, never
     /// held across a green-thread switch.
-    pub(crate) type Lock<T> = parking_lot::Mutex<T>;
+    pub(crate) type Lock<T> = crate::lock::ShortLock<T>;
     /// Its guard.
     pub(crate) type LockGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
 

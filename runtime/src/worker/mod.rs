@@ -15,6 +15,7 @@ pub(crate) mod tls;
 pub(crate) mod wakelist;
 
 use crate::context::StackPool;
+use crate::lock::ShortLock;
 use crate::runtime::shared::Shared;
 use crate::sched::{Features, Params, RunQueue};
 use crate::stats::Counters;
@@ -23,7 +24,7 @@ use crate::task::Tcb;
 use crate::time::timers::Timers;
 use crossbeam_utils::CachePadded;
 use idle::IdleState;
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::MutexGuard;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use wakelist::WakeList;
 
@@ -53,7 +54,7 @@ pub(crate) struct Rq {
 /// One worker's shared state.
 pub(crate) struct Worker {
     pub(crate) index: usize,
-    rq: CachePadded<Mutex<Rq>>,
+    rq: CachePadded<ShortLock<Rq>>,
     /// Remote wakeups waiting for this worker to enqueue them.
     pub(crate) wakelist: CachePadded<WakeList<Tcb>>,
     /// Idle state, pending-work flags and the queue length: the one line a
@@ -89,7 +90,7 @@ impl Worker {
     ) -> Self {
         Worker {
             index,
-            rq: CachePadded::new(Mutex::new(Rq {
+            rq: CachePadded::new(ShortLock::new(Rq {
                 q: RunQueue::new(params, features),
                 timers: Timers::new(),
                 stacks: StackPool::new(stack_size, pool),

@@ -69,7 +69,7 @@ features! {
     /// wakeup, even while protected ("Reschedule the cfs_rq when current is
     /// ineligible", BACKGROUND.md §3). Not merged upstream; off by default.
     TickEligible = "TICK_ELIGIBLE", default false, source "proposed patch, 2024";
-    /// Runtime's own [D] (EEVDF.md §5.4): a per-worker preemption timer
+    /// Runtime's own (a `[D]` of EEVDF.md §5.4): a per-worker preemption timer
     /// fires when the running task's protection or slice ends, instead of
     /// waiting for the next tick. The kernel's HRTICK is off in 6.17 and on
     /// in later trees; a cooperative runtime needs it for short slices to

@@ -885,7 +885,7 @@ impl<T> RunQueue<T> {
     /// Real time (ns) until the next point where a charge of the current
     /// entity changes the picture: the end of its protection if it is still
     /// protected, otherwise its deadline (after which it starts a new
-    /// request), `⌈vdiff(horizon, vrt)·w/1024⌉` (EEVDF.md §5.4 [D]: the
+    /// request), `⌈vdiff(horizon, vrt)·w/1024⌉` (EEVDF.md §5.4, a `[D]`: the
     /// runtime arms its per-worker preemption timer with this, so a
     /// shortened protection or an expired slice takes effect on time instead
     /// of at the next tick). Once the protection is over, the current entity

@@ -2,7 +2,7 @@
 //! user-facing handle and builder, and the way a green thread hands control
 //! back to its worker.
 //!
-//! Owns: [`Tcb`] and [`state`], [`Task`] (a handle to a green thread),
+//! Owns: `Tcb` and `state`, [`Task`] (a handle to a green thread),
 //! [`Builder`] (spawn options), and `switch_out`. Must not: schedule.
 
 pub(crate) mod builder;

@@ -398,7 +398,7 @@ fn close_range(lo: u32, hi: u32) {
     }
 }
 
-/// Writes "hackbench: <what>: <error>" to stderr without allocating.
+/// Writes `hackbench: WHAT: ERROR` to stderr without allocating.
 fn complain(what: fmt::Arguments<'_>, e: &io::Error) {
     let mut m = StackMsg::default();
     let _ = write!(m, "hackbench: {what}: {:?}", e.kind());

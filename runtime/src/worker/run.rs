@@ -208,7 +208,10 @@ pub(crate) fn drain_wakelist(sh: &Shared, w: &Worker, rq: &mut Rq, now: u64) -> 
     let mut preempt = false;
     for t in w.wakelist.take_all() {
         let kind = t.activation.load(Ordering::Relaxed);
-        preempt |= wake::activate(sh, w, rq, t, kind, now);
+        if wake::activate(sh, w, rq, t, kind, now) {
+            w.stats.inc(Counter::wakeup_preemptions);
+            preempt = true;
+        }
     }
     preempt
 }

@@ -30,7 +30,7 @@ pub enum Error {
     },
     /// A feature name in a `sched_features`-style string is not known.
     UnknownFeature {
-        /// The name that was not recognised (without a `NO_` prefix).
+        /// The name that was not recognised, as written (with any `NO_` prefix).
         name: String,
         /// Every valid feature name.
         valid: Vec<&'static str>,

@@ -90,7 +90,13 @@ impl<T: AsRawFd> Source<T> {
             let snap = self.reg.get().map_or(0, |r| r.sched.snapshot());
             match op(&self.io) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                r => return r,
+                r => {
+                    // A completed I/O call is a preemption point like every
+                    // runtime call that can block: a loop of reads and writes
+                    // that never block must not keep its worker forever.
+                    crate::preempt_point();
+                    return r;
+                }
             }
             if let (Some(t), None) = (timeout, deadline) {
                 deadline = Instant::now().checked_add(t);

@@ -76,6 +76,12 @@ impl<V> Arena<V> {
         }
     }
 
+    /// The value at `i`, if occupied.
+    #[inline]
+    pub(crate) fn try_get(&self, i: u32) -> Option<&V> {
+        self.entries.get(i as usize).and_then(Option::as_ref)
+    }
+
     /// Whether index `i` is occupied.
     pub(crate) fn contains(&self, i: u32) -> bool {
         matches!(self.entries.get(i as usize), Some(Some(_)))

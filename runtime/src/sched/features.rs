@@ -199,7 +199,7 @@ impl Features {
                 _ => (word, true),
             };
             let f = Feature::from_name(name).ok_or_else(|| Error::UnknownFeature {
-                name: name.to_string(),
+                name: word.to_string(),
                 valid: Feature::ALL.iter().map(|f| f.name()).collect(),
             })?;
             next.set(f, on);

@@ -337,6 +337,12 @@ impl<T> RunQueue<T> {
     pub fn payload(&self, slot: Slot) -> &T {
         &self.arena.get(slot.0).payload
     }
+    /// Whether `slot` is queued and its payload satisfies `is` (a check for
+    /// callers that learned the slot from elsewhere). Never panics.
+    pub fn holds(&self, slot: Slot, is: impl FnOnce(&T) -> bool) -> bool {
+        self.arena.try_get(slot.0).is_some_and(|n| is(&n.payload))
+    }
+
     /// The payload in `slot`, mutably. Panics if the slot is not queued.
     pub fn payload_mut(&mut self, slot: Slot) -> &mut T {
         &mut self.arena.get_mut(slot.0).payload

@@ -51,9 +51,10 @@ const NO_SLOT: u32 = u32::MAX;
 /// The task control block.
 ///
 /// `repr(C)` with the fields a remote waker touches first, so that a wake
-/// costs one cache-line transfer for the control block, not several (the
-/// 64-byte alignment keeps the `Arc` counts out of that line).
-#[repr(C, align(64))]
+/// touches as few of its cache lines as possible. (No 64-byte alignment:
+/// an over-aligned allocation takes glibc's slow `posix_memalign` path on
+/// every spawn.)
+#[repr(C)]
 pub(crate) struct Tcb {
     // ---- the wake path's line ----
     /// Wake-protocol words.

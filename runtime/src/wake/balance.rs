@@ -62,13 +62,17 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, failures: &mut u32) -> 
     let Dequeue::Removed(entity, task) = src_rq.q.dequeue(slot, DequeueFlags::NONE, now) else {
         unreachable!("steal_candidate never returns a delayed task")
     };
-    src.publish_nr_running(sh, &src_rq);
-    drop(src_rq);
+    // Move the task completely — new worker, new slot — while both locks are
+    // held: anyone who locks either queue afterwards and finds the task
+    // "queued" must find it where `cpu` says, at the slot it records (a
+    // joiner's directed yield, a waker's ttwu_runnable).
     task.recent_cpu.store(src_i as u32, Ordering::Relaxed);
     task.cpu.store(me as u32, Ordering::Relaxed);
     let t = task.clone();
     let new_slot = dst_rq.q.enqueue(entity, task, EnqueueFlags::MIGRATED, now);
     t.set_slot(new_slot);
+    src.publish_nr_running(sh, &src_rq);
+    drop(src_rq);
     if dst_rq.q.curr() != Some(new_slot) {
         dst_rq.q.wakeup_preempt(new_slot, WakeFlags::NONE, now);
     }

@@ -140,8 +140,13 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, prev: Running, why: Resumed
             // (its JoinHandle) for as long as it is suspended here.
             let t = unsafe { &*(target as *const Tcb) };
             // Only a task queued on this very queue may become our buddy;
-            // both facts are stable under our lock.
-            if t.cpu() == w.index && t.st.on_rq() == QUEUED && t.st.state() == RUNNING {
+            // both facts are stable under our lock (a balancer moves a task
+            // while holding both queues' locks), and the slot must hold it.
+            if t.cpu() == w.index
+                && t.st.on_rq() == QUEUED
+                && t.st.state() == RUNNING
+                && rq.q.holds(t.slot(), |p| std::ptr::eq(&**p, t))
+            {
                 rq.q.yield_to(t.slot(), now);
             } else {
                 rq.q.yield_current(now);

@@ -10,13 +10,16 @@
 //! Workaround for a runtime bug (`tests/runtime_repros.rs`,
 //! `spawn_local_join_survives_newidle_steals`): a green `join` on a child
 //! queued on the joiner's own worker takes a directed yield that races with
-//! an idle worker stealing the child, and the worker panics. So with
-//! SPAWN_LOCAL on, a spawner first `yield_now()`s until the child has
-//! finished — what the directed yield does in the common case: the child
-//! runs at once on the same worker — and only then calls `join()` (which
-//! returns at once). Placement, the counters and the steal are unchanged;
-//! only the buggy path is avoided. With NO_SPAWN_LOCAL the spawner joins
-//! directly (the child is elsewhere; the join parks and is woken).
+//! an idle worker stealing the child, and the worker panics. So while the
+//! child is queued on the spawner's own worker, the spawner `yield_now()`s
+//! (what the directed yield does in the common case: the child runs at
+//! once on the same worker); it calls `join()` once the child has finished
+//! (`join` returns at once) or sits on another worker (`join` parks and is
+//! woken, as without the workaround). That covers SPAWN_LOCAL (children
+//! always start locally) and NO_SPAWN_LOCAL with several spawners (the
+//! idlest worker can be the spawner's own). Placement, steals and the
+//! counters are unchanged; only the racy path is avoided. Cost: two
+//! task-handle clones per spawn.
 
 use super::gate::GreenGate;
 use super::{build_runtime, joined, stats_lines};
@@ -37,9 +40,6 @@ impl SpawnBackend for GreenSpawn {
 
     fn run(&self, cfg: &SpawnConfig) -> Result<SpawnRun, BenchError> {
         let rt = build_runtime(&cfg.runtime, None)?;
-        let yield_first = rt
-            .feature_set()
-            .is_enabled(eevdf_rt::sched::Feature::SpawnLocal);
         let gate = Arc::new(GreenGate::new(cfg.spawners));
         let stop = Arc::new(AtomicBool::new(false));
         let max = match cfg.limit {
@@ -51,7 +51,7 @@ impl SpawnBackend for GreenSpawn {
             let (g, s) = (Arc::clone(&gate), Arc::clone(&stop));
             let h = eevdf_rt::task::Builder::new()
                 .name(format!("spawner {i}"))
-                .spawn_on(&rt, move || spawner(&g, &s, max, yield_first));
+                .spawn_on(&rt, move || spawner(&g, &s, max));
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => {
@@ -86,14 +86,11 @@ impl SpawnBackend for GreenSpawn {
         }
         let window = rt.stats().since(&before);
         let t = window.total();
-        let mut details = Vec::new();
-        if yield_first {
-            details.push(
-                "note: SPAWN_LOCAL: each spawner yields until its child has finished, then joins \
-                 (works around the runtime's join/steal race, see tests/runtime_repros.rs)"
-                    .to_string(),
-            );
-        }
+        let mut details = vec![
+            "note: a spawner yields while its child is queued on its own worker, then joins \
+             (works around the runtime's join/steal race, see tests/runtime_repros.rs)"
+                .to_string(),
+        ];
         if cfg.runtime.stats {
             details.extend(stats_lines("from go to the end", &window));
         }
@@ -109,20 +106,17 @@ impl SpawnBackend for GreenSpawn {
     }
 }
 
-/// One spawner: spawn an empty green thread, wait for it, repeat.
-/// `yield_first`: yield until the child is done before joining (see the
-/// module docs).
-fn spawner(gate: &GreenGate, stop: &AtomicBool, max: u64, yield_first: bool) -> io::Result<u64> {
+/// One spawner: spawn an empty green thread, wait for it, repeat (yield
+/// while the child is queued here, then join: see the module docs).
+fn spawner(gate: &GreenGate, stop: &AtomicBool, max: u64) -> io::Result<u64> {
     if !gate.arrive() {
         return Ok(0);
     }
     let mut n = 0;
     while n < max && !stop.load(Ordering::Relaxed) {
         let h = eevdf_rt::spawn(|| ());
-        if yield_first {
-            while !h.is_finished() {
-                eevdf_rt::yield_now();
-            }
+        while !h.is_finished() && h.task().worker() == eevdf_rt::current().worker() {
+            eevdf_rt::yield_now();
         }
         if h.join().is_err() {
             stop.store(true, Ordering::Relaxed);

@@ -13,8 +13,6 @@ use std::io;
 pub enum BenchError {
     /// Bad command-line input or a combination no backend supports (exit 2).
     Usage(String),
-    /// The requested backend exists in the design but is not built yet (exit 2).
-    NotYetAvailable(String),
     /// An operating-system call failed (exit 1).
     Io {
         /// What the benchmark was doing.
@@ -41,7 +39,7 @@ impl BenchError {
     /// The process exit code this error maps to.
     pub fn exit_code(&self) -> i32 {
         match self {
-            BenchError::Usage(_) | BenchError::NotYetAvailable(_) => 2,
+            BenchError::Usage(_) => 2,
             BenchError::Io { .. } | BenchError::Verify(_) | BenchError::Task(_) => 1,
         }
     }
@@ -50,9 +48,7 @@ impl BenchError {
 impl fmt::Display for BenchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BenchError::Usage(m) | BenchError::NotYetAvailable(m) | BenchError::Task(m) => {
-                f.write_str(m)
-            }
+            BenchError::Usage(m) | BenchError::Task(m) => f.write_str(m),
             BenchError::Io { context, source } => write!(f, "{context}: {source}"),
             BenchError::Verify(e) => write!(f, "message verification failed: {e}"),
         }

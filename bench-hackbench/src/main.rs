@@ -1,5 +1,5 @@
 //! `hackbench`: hackbench, a cyclictest-style latency mode and a spawn test,
-//! each on several backends (processes, threads, tokio; green later).
+//! each on several backends (processes, threads, green, tokio).
 //!
 //! Owns: the top level — parse options, run the selected mode on each
 //! selected backend, print, plot, and turn failures into exit codes (0 ok,
@@ -50,49 +50,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// The message for a backend that is part of the design but not built.
-fn not_yet(kind: BackendKind) -> BenchError {
-    BenchError::NotYetAvailable(format!(
-        "the {} backend is not yet available (the eevdf-rt runtime it needs is still being written); \
-         use --backend processes, threads, tokio or all",
-        kind.name()
-    ))
-}
-
-/// Looks up a backend; `Ok(None)` means "skip it" (unavailable under `all`).
-fn lookup<T>(
-    cfg: &Config,
-    kind: BackendKind,
-    found: Result<T, Missing>,
-) -> Result<Option<T>, BenchError> {
-    match found {
-        Ok(b) => Ok(Some(b)),
-        Err(Missing::NotYetAvailable) if cfg.all => {
-            println!("{}: not yet available (skipped)", kind.name());
-            Ok(None)
-        }
-        Err(Missing::NotYetAvailable) => Err(not_yet(kind)),
-        Err(Missing::Unsupported) => Err(BenchError::Usage(format!(
-            "the {} backend has no such mode",
-            kind.name()
-        ))),
-    }
+/// Looks up a backend's implementation of a mode.
+fn lookup<T>(kind: BackendKind, found: Result<T, Missing>) -> Result<T, BenchError> {
+    found.map_err(|Missing::Unsupported| {
+        BenchError::Usage(format!("the {} backend has no such mode", kind.name()))
+    })
 }
 
 fn run(cfg: &Config) -> Result<(), BenchError> {
-    // Fail fast when the one backend asked for is not built.
-    if !cfg.all {
-        if let [kind] = cfg.backends[..] {
-            let missing = match cfg.mode {
-                Mode::Hackbench => backend::hackbench(kind).err(),
-                Mode::Latency { .. } => backend::latency(kind).err(),
-                Mode::Spawn { .. } => backend::spawn(kind).err(),
-            };
-            if missing == Some(Missing::NotYetAvailable) {
-                return Err(not_yet(kind));
-            }
-        }
-    }
     match &cfg.mode {
         Mode::Hackbench => run_hackbench(cfg),
         Mode::Latency {
@@ -145,10 +110,7 @@ fn run_hackbench(cfg: &Config) -> Result<(), BenchError> {
     let mut rows = Vec::new();
     let mut failure = None;
     for &kind in &cfg.backends {
-        let Some(b) = lookup(cfg, kind, backend::hackbench(kind))? else {
-            rows.push((kind, Outcome::NotYetAvailable));
-            continue;
-        };
+        let b = lookup(kind, backend::hackbench(kind))?;
         debug_assert_eq!(b.kind(), kind);
         if multi {
             println!("== {} ==", kind.name());
@@ -209,14 +171,11 @@ fn run_latency(
     lcfg: &LatencyConfig,
     columns: &[backend::LatencyColumn],
 ) -> Result<(), BenchError> {
-    let mut rows: Vec<(String, Outcome<Vec<latency::ProbeResult>>)> = Vec::new();
+    let mut rows: Vec<(String, Outcome<backend::LatencyRun>)> = Vec::new();
     let mut failure = None;
     let default_only = [backend::LatencyColumn::default_column()];
     for &kind in &cfg.backends {
-        let Some(b) = lookup(cfg, kind, backend::latency(kind))? else {
-            rows.push((kind.name().to_string(), Outcome::NotYetAvailable));
-            continue;
-        };
+        let b = lookup(kind, backend::latency(kind))?;
         debug_assert_eq!(b.kind(), kind);
         // Columns (feature sets, probe slices) are green-only.
         let cols = if kind == BackendKind::Green {
@@ -234,7 +193,7 @@ fn run_latency(
             match b.run(lcfg, col) {
                 Ok(r) => {
                     println!("{}\n", report::latency_report(kind, lcfg, col, &r));
-                    rows.push((label, Outcome::Ran(r.probes)));
+                    rows.push((label, Outcome::Ran(r)));
                 }
                 Err(e) => {
                     let m = failed(kind, &e, &mut failure);
@@ -246,6 +205,10 @@ fn run_latency(
     if rows.len() > 1 {
         print!("{}", report::latency_table(&rows, &lcfg.nice_levels));
     }
+    if cfg.backends.contains(&BackendKind::Green) {
+        println!();
+        print!("{}", report::latency_markdown(lcfg, &rows));
+    }
     if let Some(path) = &cfg.plot {
         let groups: Vec<String> = lcfg
             .nice_levels
@@ -254,9 +217,17 @@ fn run_latency(
             .collect();
         let mut series = Vec::new();
         for (label, o) in &rows {
-            if let Outcome::Ran(probes) = o {
-                let avg = probes.iter().map(|p| Some(p.avg_ns as f64 / 1e3)).collect();
-                let p99 = probes.iter().map(|p| Some(p.p99_ns as f64 / 1e3)).collect();
+            if let Outcome::Ran(r) = o {
+                let avg = r
+                    .probes
+                    .iter()
+                    .map(|p| Some(p.avg_ns as f64 / 1e3))
+                    .collect();
+                let p99 = r
+                    .probes
+                    .iter()
+                    .map(|p| Some(p.p99_ns as f64 / 1e3))
+                    .collect();
                 series.push(plot::Series {
                     name: format!("{label} avg"),
                     values: avg,
@@ -278,38 +249,47 @@ fn run_latency(
 }
 
 fn run_spawn(cfg: &Config, scfg: &SpawnConfig) -> Result<(), BenchError> {
-    let multi = cfg.backends.len() > 1;
     let mut rows = Vec::new();
     let mut failure = None;
     for &kind in &cfg.backends {
-        let Some(b) = lookup(cfg, kind, backend::spawn(kind))? else {
-            rows.push((kind, Outcome::NotYetAvailable));
-            continue;
-        };
+        let b = lookup(kind, backend::spawn(kind))?;
         debug_assert_eq!(b.kind(), kind);
-        flush();
-        match b.run(scfg) {
-            Ok(r) => {
-                println!("{}", report::spawn_report(kind, scfg, &r));
-                rows.push((kind, Outcome::Ran(r)));
+        // Green runs once per spawn-placement policy (SPAWN_LOCAL and
+        // NO_SPAWN_LOCAL) unless --features chose one.
+        let variants = if kind == BackendKind::Green {
+            backend::green::spawn::placement_variants(&scfg.runtime)
+        } else {
+            vec![(kind.name().to_string(), scfg.runtime.clone())]
+        };
+        for (label, runtime) in variants {
+            let vcfg = SpawnConfig {
+                runtime,
+                ..scfg.clone()
+            };
+            flush();
+            match b.run(&vcfg) {
+                Ok(r) => {
+                    println!("{}", report::spawn_report(kind, &vcfg, &r));
+                    rows.push((label, kind, Outcome::Ran(r)));
+                }
+                Err(e) => {
+                    let m = failed(kind, &e, &mut failure);
+                    rows.push((label, kind, Outcome::Failed(m)));
+                }
             }
-            Err(e) => {
-                let m = failed(kind, &e, &mut failure);
-                rows.push((kind, Outcome::Failed(m)));
+            if rows.len() > 1 || cfg.backends.len() > 1 {
+                println!();
             }
-        }
-        if multi {
-            println!();
         }
     }
-    if multi {
+    if rows.len() > 1 {
         print!("{}", report::spawn_table(&rows));
     }
     if let Some(path) = &cfg.plot {
-        let groups: Vec<String> = rows.iter().map(|(k, _)| k.name().to_string()).collect();
+        let groups: Vec<String> = rows.iter().map(|(l, _, _)| l.clone()).collect();
         let values = rows
             .iter()
-            .map(|(_, o)| match o {
+            .map(|(_, _, o)| match o {
                 Outcome::Ran(r) => Some(r.rate()),
                 _ => None,
             })

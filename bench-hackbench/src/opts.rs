@@ -18,6 +18,9 @@
 //! - Runtime options (`--workers`, `--stats`) need a backend with a runtime
 //!   (tokio, green, or all); `--features`, `--columns` and `--probe-slice`
 //!   are green-only.
+//! - `--transport unix|pipe|tcp|channel`: `pipe` and `tcp` are `-p` and
+//!   `-i` (and conflict with them); `channel` is green-only (any other
+//!   backend alone is an error; `--backend all` runs green alone).
 
 use crate::backend::{BackendKind, HackbenchConfig, LatencyColumn, RuntimeOpts, SpawnLimit};
 use crate::transport::TransportKind;
@@ -34,30 +37,40 @@ pub const BG3_COLUMNS: &str =
 
 const AFTER_HELP: &str = "\
 Backends: processes (fork, blocking fds; rt-tests' default), threads (OS threads, blocking fds;
-rt-tests' -T), tokio (tokio tasks on tokio's UnixStream / pipe / TcpStream), green (eevdf-rt green
-threads: not yet available), all (every available backend, then a comparison table with ratios to
-threads). -T is --backend threads, -P is --backend processes; conflicting choices are an error.
+rt-tests' -T), green (eevdf-rt green threads on the runtime's own pipes, UnixStream and TcpStream,
+or channels; --workers pinned workers, --features scheduler switches), tokio (tokio tasks on tokio's
+UnixStream / pipe / TcpStream), all (every backend, then a comparison table with ratios to threads
+and tokio). -T is --backend threads, -P is --backend processes; conflicting choices are an error.
 
 Hackbench (default mode): g groups of f senders and f receivers; every sender writes l messages
 of s bytes to every receiver of its group; every receiver must get exactly f*l messages (checked;
 a lost, short or extra message fails the run with exit code 1). Prints 'Time: S.mmm' from the
-start barrier's release to the last task finishing.
+start barrier's release to the last task finishing. Transports: UNIX socket pairs (default), pipes
+(-p), TCP over 127.0.0.1 with TCP_NODELAY (-i), or, green only, --transport channel: one bounded
+eevdf-rt channel per receiver instead of an fd, holding as many s-byte messages as a UNIX socket's
+default send buffer does (212992 / (s + 666): 278 at 100 bytes); messages are shared buffers, and
+the receiver copies each one out as read(2) would.
 
 Latency mode (--latency): one cyclictest-style probe per --nice-levels entry sleeps to absolute
 deadlines every --interval for --duration seconds and records lateness (wake - deadline), printed
 as min/avg/p50/p99/max in microseconds with the cycle count, while a hackbench load (-g/-f/-s and
 transport options) runs on the same backend until the probes finish. Backends: threads (probes are
 OS threads with setpriority nice; a negative nice needs root or CAP_SYS_NICE, and a failure is
-reported as a warning), tokio (no priorities exist: the nice level only labels the probe). Default
-backend: threads. Green-only: --columns, --probe-slice.
+reported as a warning), green (green threads with task::Builder::nice and, with --probe-slice or a
+slice= column, task::Builder::slice; eevdf_rt::sleep_until; every column on a fresh runtime, with
+the preemptions of the probes' window), tokio (no priorities exist: the nice level only labels the
+probe). Default backend: threads. Green-only: --columns, --probe-slice. With green, a Markdown table
+(one column per backend / green column) follows.
 
 Spawn mode (--spawn): each of --spawners spawners repeatedly creates a task that exits at once
 and waits for it (processes: fork + waitpid, the child _exits; threads: std::thread spawn + join;
-tokio: tokio::spawn + await) for --duration seconds, or -l spawns per spawner. Prints spawns/s.
+green: green spawners, eevdf_rt::spawn + join; tokio: tokio::spawn + await) for --duration
+seconds, or -l spawns per spawner. Prints spawns/s. Green runs twice, with SPAWN_LOCAL (new tasks
+on the spawner's worker) and NO_SPAWN_LOCAL (on the idlest worker), and counts where the spawns
+went, unless --features sets SPAWN_LOCAL either way.
 
 Durations: a number with a unit (ns, us, ms, s); a bare number means microseconds for --interval
-and --probe-slice, seconds for --duration. Exit codes: 0 ok, 1 a run failed, 2 bad usage or an
-unavailable backend.";
+and --probe-slice, seconds for --duration. Exit codes: 0 ok, 1 a run failed, 2 bad usage.";
 
 /// `--backend` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -66,12 +79,25 @@ pub enum BackendArg {
     Processes,
     /// OS threads, blocking fds.
     Threads,
-    /// eevdf-rt green threads (not yet available).
+    /// eevdf-rt green threads.
     Green,
     /// tokio tasks.
     Tokio,
     /// Every available backend, with a comparison.
     All,
+}
+
+/// `--transport` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// UNIX socket pairs (hackbench's default).
+    Unix,
+    /// Pipes (`-p`).
+    Pipe,
+    /// TCP over 127.0.0.1 (`-i`).
+    Tcp,
+    /// Green only: bounded eevdf-rt channels, no fds.
+    Channel,
 }
 
 /// The raw command line, as clap sees it.
@@ -101,6 +127,10 @@ pub struct Cli {
     /// Use TCP over 127.0.0.1 instead of UNIX socket pairs.
     #[arg(short = 'i', long = "inet")]
     pub inet: bool,
+    /// Transport: unix (socket pairs, the default), pipe (same as -p), tcp (same as -i), or
+    /// channel (green only: a bounded eevdf-rt channel per receiver instead of an fd).
+    #[arg(long, value_enum, value_name = "KIND", conflicts_with_all = ["pipe", "inet"])]
+    pub transport: Option<TransportArg>,
     /// Tasks are threads: same as --backend threads.
     #[arg(short = 'T', long = "threads", conflicts_with = "process")]
     pub threads: bool,
@@ -183,7 +213,7 @@ pub struct Config {
     pub mode: Mode,
     /// Backends to run, in report order.
     pub backends: Vec<BackendKind>,
-    /// `--backend all` was given (green is then skipped, not an error).
+    /// `--backend all` was given.
     pub all: bool,
     /// The hackbench workload (also the latency mode's load) and runtime options.
     pub hackbench: HackbenchConfig,
@@ -252,7 +282,7 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
     if cli.latency {
         if chosen == BackendArg::Processes {
             return usage(
-                "--latency runs on the threads, tokio (and later green) backends, not on processes",
+                "--latency runs on the threads, green and tokio backends, not on processes",
             );
         }
         backends.retain(|&b| b != BackendKind::Processes);
@@ -282,13 +312,22 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
 
-    let transport = if cli.pipe {
-        TransportKind::Pipe
-    } else if cli.inet {
-        TransportKind::Tcp
-    } else {
-        TransportKind::UnixSocket
+    let transport = match (cli.transport, cli.pipe, cli.inet) {
+        (Some(TransportArg::Unix), ..) => TransportKind::UnixSocket,
+        (Some(TransportArg::Pipe), ..) | (None, true, _) => TransportKind::Pipe,
+        (Some(TransportArg::Tcp), ..) | (None, _, true) => TransportKind::Tcp,
+        (Some(TransportArg::Channel), ..) => TransportKind::Channel,
+        (None, false, false) => TransportKind::UnixSocket,
     };
+    if transport == TransportKind::Channel {
+        if !has_green {
+            return usage(
+                "--transport channel applies to the green backend only (use --backend green or all)",
+            );
+        }
+        // `all`: only green has channels; the others are left out.
+        backends.retain(|&b| b == BackendKind::Green);
+    }
 
     if cli.duration.is_some() && !cli.latency && !cli.spawn {
         return usage("--duration applies to --latency and --spawn only");
@@ -546,6 +585,32 @@ mod tests {
         assert!(err("--spawn -l 5 --duration 1").contains("not both"));
         assert!(err("--spawn --latency").contains("cannot be used with"));
         assert!(err("--latency --backend all --probe-slice 5us").contains("100us"));
+        assert!(err("--transport channel").contains("green"));
+        assert!(err("--transport channel -T").contains("green"));
+        assert!(err("--transport channel --backend tokio").contains("green"));
+        assert!(err("--transport channel --latency").contains("green"));
+        assert!(err("--transport pipe -p").contains("cannot be used with"));
+        assert!(err("--transport tcp -i").contains("cannot be used with"));
+        assert!(err("--transport carrier-pigeon").contains("carrier-pigeon"));
+    }
+
+    #[test]
+    fn transport_option() {
+        for (args, want) in [
+            ("--transport unix", TransportKind::UnixSocket),
+            ("--transport pipe", TransportKind::Pipe),
+            ("--transport tcp", TransportKind::Tcp),
+            ("-p", TransportKind::Pipe),
+            ("-i", TransportKind::Tcp),
+        ] {
+            assert_eq!(ok(args).hackbench.transport, want, "{args}");
+        }
+        let c = ok("--transport channel --backend green");
+        assert_eq!(c.hackbench.transport, TransportKind::Channel);
+        assert_eq!(c.backends, vec![BackendKind::Green]);
+        // `all` keeps only the backend that has channels.
+        let c = ok("--transport channel --backend all --latency --columns bg3");
+        assert_eq!(c.backends, vec![BackendKind::Green]);
     }
 
     #[test]

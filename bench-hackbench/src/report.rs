@@ -7,11 +7,12 @@
 //! to `threads`). Must not: run anything or decide exit codes; functions
 //! return strings so tests can check them.
 
+use crate::backend::green::describe_features;
 use crate::backend::{
     BackendKind, HackbenchConfig, HackbenchRun, LatencyColumn, LatencyConfig, LatencyRun,
     SpawnConfig, SpawnLimit, SpawnRun,
 };
-use crate::latency::{Priority, ProbeResult};
+use crate::latency::Priority;
 use std::fmt::Write as _;
 
 /// What happened to one backend in a multi-backend run.
@@ -21,8 +22,6 @@ pub enum Outcome<T> {
     Ran(T),
     /// It failed with this message.
     Failed(String),
-    /// It is not built yet (green).
-    NotYetAvailable,
 }
 
 /// hackbench's two header lines, e.g.
@@ -39,8 +38,20 @@ pub fn hackbench_header(kind: BackendKind, cfg: &HackbenchConfig) -> String {
         cfg.loops,
         cfg.datasize
     );
-    if kind.has_runtime() {
-        let _ = write!(s, "\n({} worker threads)", cfg.runtime.workers);
+    match kind {
+        BackendKind::Green => {
+            let _ = write!(
+                s,
+                "\n({} worker threads, eevdf-rt features: {}, transport: {})",
+                cfg.runtime.workers,
+                describe_features(cfg.runtime.features.as_deref()),
+                cfg.transport.describe()
+            );
+        }
+        k if k.has_runtime() => {
+            let _ = write!(s, "\n({} worker threads)", cfg.runtime.workers);
+        }
+        _ => {}
     }
     s
 }
@@ -54,26 +65,29 @@ pub fn hackbench_time(run: &HackbenchRun) -> String {
     s
 }
 
-/// Ratio of `value` to the threads backend's value, or "-" without one.
-fn ratio(value: f64, threads: Option<f64>) -> String {
-    match threads {
+/// Ratio of `value` to a reference backend's value, or "-" without one.
+fn ratio(value: f64, reference: Option<f64>) -> String {
+    match reference {
         Some(t) if t > 0.0 => format!("{:.2}x", value / t),
         _ => "-".to_string(),
     }
 }
 
-/// The `--backend all` hackbench table: time per backend and its ratio to
-/// threads (above 1 = slower than threads).
+/// The `--backend all` hackbench table: time per backend and its ratios
+/// to threads and to tokio (above 1 = slower).
 pub fn hackbench_table(
     cfg: &HackbenchConfig,
     rows: &[(BackendKind, Outcome<HackbenchRun>)],
 ) -> String {
-    let threads = rows.iter().find_map(|(k, o)| match o {
-        Outcome::Ran(r) if *k == BackendKind::Threads => Some(r.elapsed.as_secs_f64()),
-        _ => None,
-    });
+    let time_of = |kind: BackendKind| {
+        rows.iter().find_map(|(k, o)| match o {
+            Outcome::Ran(r) if *k == kind => Some(r.elapsed.as_secs_f64()),
+            _ => None,
+        })
+    };
+    let (threads, tokio) = (time_of(BackendKind::Threads), time_of(BackendKind::Tokio));
     let mut s = format!(
-        "Comparison: {} groups x {} fds, {} loops, {} bytes, {}\n{:<10} {:>9} {:>11} {:>12}\n",
+        "Comparison: {} groups x {} fds, {} loops, {} bytes, {}\n{:<10} {:>9} {:>11} {:>9} {:>12}\n",
         cfg.groups,
         2 * cfg.fds,
         cfg.loops,
@@ -82,6 +96,7 @@ pub fn hackbench_table(
         "backend",
         "time (s)",
         "vs threads",
+        "vs tokio",
         "messages ok"
     );
     for (k, o) in rows {
@@ -90,15 +105,15 @@ pub fn hackbench_table(
                 let t = r.elapsed.as_secs_f64();
                 writeln!(
                     s,
-                    "{:<10} {:>9.3} {:>11} {:>12}",
+                    "{:<10} {:>9.3} {:>11} {:>9} {:>12}",
                     k.name(),
                     t,
                     ratio(t, threads),
+                    ratio(t, tokio),
                     r.messages
                 )
             }
             Outcome::Failed(m) => writeln!(s, "{:<10} {:>9} ({m})", k.name(), "FAILED"),
-            Outcome::NotYetAvailable => writeln!(s, "{:<10} {:>9}", k.name(), "not yet available"),
         };
     }
     s
@@ -174,7 +189,7 @@ pub fn latency_report(
 
 /// The `--backend all` latency table: one row per nice level, one
 /// "min / avg / p99 / max" cell (µs) per backend and column.
-pub fn latency_table(rows: &[(String, Outcome<Vec<ProbeResult>>)], nice_levels: &[i32]) -> String {
+pub fn latency_table(rows: &[(String, Outcome<LatencyRun>)], nice_levels: &[i32]) -> String {
     let mut s = String::from("Comparison (min / avg / p99 / max, us)\n");
     let _ = write!(s, "{:>5}", "nice");
     for (label, _) in rows {
@@ -185,7 +200,7 @@ pub fn latency_table(rows: &[(String, Outcome<Vec<ProbeResult>>)], nice_levels: 
         let _ = write!(s, "{nice:>5}");
         for (_, o) in rows {
             let cell = match o {
-                Outcome::Ran(probes) => probes.get(i).map_or("-".to_string(), |p| {
+                Outcome::Ran(r) => r.probes.get(i).map_or("-".to_string(), |p| {
                     format!(
                         "{:.0} / {:.0} / {:.0} / {:.0}",
                         us(p.min_ns),
@@ -195,12 +210,96 @@ pub fn latency_table(rows: &[(String, Outcome<Vec<ProbeResult>>)], nice_levels: 
                     )
                 }),
                 Outcome::Failed(_) => "FAILED".to_string(),
-                Outcome::NotYetAvailable => "not yet available".to_string(),
             };
             let _ = write!(s, " | {cell:^31}");
         }
         s.push('\n');
     }
+    s
+}
+
+/// The latency comparison as a Markdown table for the project README, in
+/// the shape of BACKGROUND.md §3: one column per backend / green column,
+/// one row per nice level with "min / avg / max (p99 …)" in µs, then the
+/// preemptions of each column's probe window (green only: involuntary
+/// switches, those that followed a tick in parentheses, then the wakeups
+/// whose preemption check asked the running task to reschedule — a
+/// request, so it may exceed the switches) and the messages the load moved.
+pub fn latency_markdown(cfg: &LatencyConfig, rows: &[(String, Outcome<LatencyRun>)]) -> String {
+    let l = &cfg.load;
+    let all_green = rows.iter().all(|(label, _)| label.starts_with("green"));
+    let heading = |label: &str| -> String {
+        let h = if all_green {
+            label.trim_start_matches("green").trim()
+        } else {
+            label
+        };
+        if h.is_empty() { "default" } else { h }.to_string()
+    };
+    let mut s = format!(
+        "Markdown: wake-up lateness (us) of probes every {} us for {:.1} s under hackbench -g {} -f {} -s {} ({}), {} workers; min / avg / max (p99)\n\n| nice |",
+        cfg.interval.as_micros(),
+        cfg.duration.as_secs_f64(),
+        l.groups,
+        l.fds,
+        l.datasize,
+        l.transport.describe(),
+        l.runtime.workers,
+    );
+    for (label, _) in rows {
+        let _ = write!(s, " {} |", heading(label));
+    }
+    s.push_str("\n|---|");
+    for _ in rows {
+        s.push_str("---|");
+    }
+    s.push('\n');
+    for (i, nice) in cfg.nice_levels.iter().enumerate() {
+        let _ = write!(s, "| {nice} |");
+        for (_, o) in rows {
+            let cell = match o {
+                Outcome::Ran(r) => r.probes.get(i).map_or("-".to_string(), |p| {
+                    format!(
+                        "{:.0} / {:.0} / {:.0} (p99 {:.0})",
+                        us(p.min_ns),
+                        us(p.avg_ns),
+                        us(p.max_ns),
+                        us(p.p99_ns)
+                    )
+                }),
+                Outcome::Failed(_) => "FAILED".to_string(),
+            };
+            let _ = write!(s, " {cell} |");
+        }
+        s.push('\n');
+    }
+    s.push_str("| preemptions (at a tick) / wakeup-preemption requests |");
+    for (_, o) in rows {
+        let cell = match o {
+            Outcome::Ran(r) => {
+                let get = |name: &str| r.counters.iter().find(|(n, _)| n == name).map(|c| c.1);
+                match (
+                    get("preemptions"),
+                    get("tick preemptions"),
+                    get("wakeup preemptions"),
+                ) {
+                    (Some(p), Some(t), Some(w)) => format!("{p} ({t}) / {w}"),
+                    _ => "-".to_string(),
+                }
+            }
+            Outcome::Failed(_) => "FAILED".to_string(),
+        };
+        let _ = write!(s, " {cell} |");
+    }
+    s.push_str("\n| load messages |");
+    for (_, o) in rows {
+        let cell = match o {
+            Outcome::Ran(r) => r.load_messages.to_string(),
+            Outcome::Failed(_) => "FAILED".to_string(),
+        };
+        let _ = write!(s, " {cell} |");
+    }
+    s.push('\n');
     s
 }
 
@@ -210,16 +309,20 @@ pub fn spawn_report(kind: BackendKind, cfg: &SpawnConfig, run: &SpawnRun) -> Str
         SpawnLimit::Duration(d) => format!("{:.1} s", d.as_secs_f64()),
         SpawnLimit::Iterations(n) => format!("{n} spawns per spawner"),
     };
+    let runtime = match kind {
+        BackendKind::Green => format!(
+            ", {} worker threads, eevdf-rt features: {}",
+            cfg.runtime.workers,
+            describe_features(cfg.runtime.features.as_deref())
+        ),
+        k if k.has_runtime() => format!(", {} worker threads", cfg.runtime.workers),
+        _ => String::new(),
+    };
     let mut s = format!(
-        "Spawn test, {} backend: {} spawner(s), {limit}{}\n\
+        "Spawn test, {} backend: {} spawner(s), {limit}{runtime}\n\
          {} spawns in {:.3} s = {:.0} spawns/s",
         kind.name(),
         cfg.spawners,
-        if kind.has_runtime() {
-            format!(", {} worker threads", cfg.runtime.workers)
-        } else {
-            String::new()
-        },
         run.spawns,
         run.elapsed.as_secs_f64(),
         run.rate()
@@ -233,28 +336,48 @@ pub fn spawn_report(kind: BackendKind, cfg: &SpawnConfig, run: &SpawnRun) -> Str
     s
 }
 
-/// The `--backend all` spawn table: spawns/s and ratio to threads (above
-/// 1 = faster than threads).
-pub fn spawn_table(rows: &[(BackendKind, Outcome<SpawnRun>)]) -> String {
-    let threads = rows.iter().find_map(|(k, o)| match o {
-        Outcome::Ran(r) if *k == BackendKind::Threads => Some(r.rate()),
-        _ => None,
-    });
+/// The multi-row spawn table: spawns/s, ratios to threads and to tokio
+/// (above 1 = faster), and where green put the new tasks (spawned on the
+/// spawner's own worker / elsewhere).
+pub fn spawn_table(rows: &[(String, BackendKind, Outcome<SpawnRun>)]) -> String {
+    let rate_of = |kind: BackendKind| {
+        rows.iter().find_map(|(_, k, o)| match o {
+            Outcome::Ran(r) if *k == kind => Some(r.rate()),
+            _ => None,
+        })
+    };
+    let (threads, tokio) = (rate_of(BackendKind::Threads), rate_of(BackendKind::Tokio));
+    let w = rows
+        .iter()
+        .map(|(l, _, _)| l.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
     let mut s = format!(
-        "Comparison\n{:<10} {:>12} {:>11}\n",
-        "backend", "spawns/s", "vs threads"
+        "Comparison\n{:<w$} {:>12} {:>11} {:>9} {:>13} {:>14}\n",
+        "backend", "spawns/s", "vs threads", "vs tokio", "spawned local", "spawned remote"
     );
-    for (k, o) in rows {
+    for (label, _, o) in rows {
         let _ = match o {
-            Outcome::Ran(r) => writeln!(
-                s,
-                "{:<10} {:>12.0} {:>11}",
-                k.name(),
-                r.rate(),
-                ratio(r.rate(), threads)
-            ),
-            Outcome::Failed(m) => writeln!(s, "{:<10} {:>12} ({m})", k.name(), "FAILED"),
-            Outcome::NotYetAvailable => writeln!(s, "{:<10} {:>12}", k.name(), "not yet available"),
+            Outcome::Ran(r) => {
+                let counter = |name: &str| {
+                    r.counters
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map_or("-".to_string(), |c| c.1.to_string())
+                };
+                writeln!(
+                    s,
+                    "{:<w$} {:>12.0} {:>11} {:>9} {:>13} {:>14}",
+                    label,
+                    r.rate(),
+                    ratio(r.rate(), threads),
+                    ratio(r.rate(), tokio),
+                    counter("spawned local"),
+                    counter("spawned remote")
+                )
+            }
+            Outcome::Failed(m) => writeln!(s, "{:<w$} {:>12} ({m})", label, "FAILED"),
         };
     }
     s
@@ -312,13 +435,90 @@ mod tests {
             &[
                 (BackendKind::Processes, run(500)),
                 (BackendKind::Threads, run(1000)),
-                (BackendKind::Green, Outcome::NotYetAvailable),
+                (BackendKind::Green, run(100)),
                 (BackendKind::Tokio, run(3000)),
             ],
         );
         assert!(t.contains("0.50x"), "{t}");
         assert!(t.contains("1.00x"), "{t}");
         assert!(t.contains("3.00x"), "{t}");
-        assert!(t.contains("not yet available"), "{t}");
+        assert!(t.contains("0.10x"), "{t}");
+    }
+
+    #[test]
+    fn markdown_latency_table_has_a_column_per_run_and_counters() {
+        use crate::latency::{Priority, ProbeResult};
+        let probe = |nice, us: u64| ProbeResult {
+            nice,
+            priority: Priority::Applied,
+            cycles: 10,
+            overruns: 0,
+            min_ns: us * 1_000,
+            avg_ns: 2 * us * 1_000,
+            p50_ns: 2 * us * 1_000,
+            p99_ns: 3 * us * 1_000,
+            max_ns: 4 * us * 1_000,
+        };
+        let run = |us, preempt| LatencyRun {
+            probes: vec![probe(-19, us), probe(0, 2 * us)],
+            load_messages: 123,
+            notes: Vec::new(),
+            counters: vec![
+                ("preemptions".into(), preempt),
+                ("tick preemptions".into(), preempt / 2),
+                ("wakeup preemptions".into(), 7),
+            ],
+        };
+        let cfg = LatencyConfig {
+            load: cfg(),
+            interval: Duration::from_millis(1),
+            duration: Duration::from_secs(5),
+            nice_levels: vec![-19, 0],
+        };
+        let rows = vec![
+            ("green default".to_string(), Outcome::Ran(run(6, 100))),
+            ("green TICK_ELIGIBLE".to_string(), Outcome::Ran(run(5, 600))),
+            ("green slice=100us".to_string(), Outcome::Failed("x".into())),
+        ];
+        let t = latency_markdown(&cfg, &rows);
+        assert!(
+            t.contains("| nice | default | TICK_ELIGIBLE | slice=100us |\n|---|---|---|---|\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| -19 | 6 / 12 / 24 (p99 18) | 5 / 10 / 20 (p99 15) | FAILED |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| 100 (50) / 7 | 600 (300) / 7 | FAILED |"),
+            "{t}"
+        );
+        assert!(t.contains("| load messages | 123 | 123 | FAILED |"), "{t}");
+    }
+
+    #[test]
+    fn spawn_table_has_ratios_and_placement() {
+        let run = |ms: u64, counters: Vec<(String, u64)>| {
+            Outcome::Ran(SpawnRun {
+                spawns: 1000,
+                elapsed: Duration::from_millis(ms),
+                counters,
+                details: Vec::new(),
+            })
+        };
+        let t = spawn_table(&[
+            ("threads".into(), BackendKind::Threads, run(1000, vec![])),
+            (
+                "green SPAWN_LOCAL".into(),
+                BackendKind::Green,
+                run(
+                    10,
+                    vec![("spawned local".into(), 1000), ("spawned remote".into(), 0)],
+                ),
+            ),
+            ("tokio".into(), BackendKind::Tokio, run(20, vec![])),
+        ]);
+        assert!(t.contains("100.00x") && t.contains("2.00x"), "{t}");
+        assert!(t.contains("1000              0"), "{t}");
     }
 }

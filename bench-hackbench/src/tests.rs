@@ -8,6 +8,7 @@ use crate::backend::{
     SpawnLimit,
 };
 use crate::error::BenchError;
+use crate::opts;
 use crate::transport::{write_all, TransportKind};
 use crate::verify::VerifyError;
 use crate::workload::{Loops, SendFn};
@@ -20,9 +21,10 @@ const TRANSPORTS: [TransportKind; 3] = [
     TransportKind::Pipe,
     TransportKind::Tcp,
 ];
-const AVAILABLE: [BackendKind; 3] = [
+const AVAILABLE: [BackendKind; 4] = [
     BackendKind::Processes,
     BackendKind::Threads,
+    BackendKind::Green,
     BackendKind::Tokio,
 ];
 
@@ -59,13 +61,34 @@ fn every_backend_completes_a_tiny_hackbench_on_every_transport() {
 }
 
 #[test]
-fn green_says_not_yet_available() {
-    assert!(matches!(
-        backend::hackbench(BackendKind::Green).err(),
-        Some(backend::Missing::NotYetAvailable)
-    ));
-    assert!(backend::latency(BackendKind::Green).is_err());
-    assert!(backend::spawn(BackendKind::Green).is_err());
+fn green_completes_a_tiny_hackbench_on_every_transport_including_channels() {
+    let b = backend::hackbench(BackendKind::Green).unwrap();
+    for t in TRANSPORTS.into_iter().chain([TransportKind::Channel]) {
+        // -g 1 -f 2 -l 10, with --stats
+        let run = b.run(&tiny(t)).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+        // 1 group x 2 receivers x (2 senders x 10 loops)
+        assert_eq!(run.messages, 40, "{t:?}");
+        assert!(
+            run.details.iter().any(|l| l.contains("context_switches")),
+            "{t:?}: --stats printed no counters: {:?}",
+            run.details
+        );
+    }
+}
+
+#[test]
+fn fd_backends_reject_the_channel_transport_as_bad_usage() {
+    for kind in [
+        BackendKind::Processes,
+        BackendKind::Threads,
+        BackendKind::Tokio,
+    ] {
+        let b = backend::hackbench(kind).unwrap();
+        match b.run(&tiny(TransportKind::Channel)) {
+            Err(e @ BenchError::Usage(_)) => assert_eq!(e.exit_code(), 2),
+            other => panic!("{kind:?}: expected a usage error, got {other:?}"),
+        }
+    }
     assert!(matches!(
         backend::latency(BackendKind::Processes).err(),
         Some(backend::Missing::Unsupported)
@@ -131,6 +154,78 @@ fn broken_runs() -> Vec<BrokenRun> {
     ]
 }
 
+/// The green twins of the broken senders above, on green writers.
+mod green_broken {
+    use crate::backend::green::endpoint::{Msg, Writer};
+    use crate::workload::Loops;
+    use std::io;
+    use std::sync::Arc;
+
+    fn fixed(loops: Loops<'_>) -> u64 {
+        let Loops::Fixed(n) = loops else {
+            unreachable!()
+        };
+        n
+    }
+
+    pub fn skip_one(writers: &[Writer], msg: &Msg, loops: Loops<'_>) -> io::Result<u64> {
+        let n = fixed(loops);
+        for l in 0..n {
+            for (i, w) in writers.iter().enumerate() {
+                if !(l == 0 && i == 0) {
+                    w.send(msg)?;
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    pub fn short_one(writers: &[Writer], msg: &Msg, loops: Loops<'_>) -> io::Result<u64> {
+        let n = fixed(loops);
+        let short: Msg = Arc::from(&msg[..msg.len() - 1]);
+        for l in 0..n {
+            for (i, w) in writers.iter().enumerate() {
+                w.send(if l == 0 && i == 0 { &short } else { msg })?;
+            }
+        }
+        Ok(n)
+    }
+
+    pub fn one_extra(writers: &[Writer], msg: &Msg, loops: Loops<'_>) -> io::Result<u64> {
+        let n = fixed(loops);
+        crate::backend::green::hackbench::send_messages(writers, msg, Loops::Fixed(n + 1))?;
+        Ok(n)
+    }
+}
+
+#[test]
+fn green_backend_reports_a_broken_sender() {
+    type GreenBroken = (
+        &'static str,
+        backend::green::hackbench::GreenSendFn,
+        fn(&VerifyError) -> bool,
+    );
+    let runs: [GreenBroken; 3] = [
+        ("skip", green_broken::skip_one, |e| {
+            matches!(e, VerifyError::Lost { receiver: 0, .. })
+        }),
+        ("short", green_broken::short_one, |e| {
+            matches!(e, VerifyError::Short { receiver: 0, .. })
+        }),
+        ("extra", green_broken::one_extra, |e| {
+            matches!(e, VerifyError::Extra { .. })
+        }),
+    ];
+    for t in TRANSPORTS.into_iter().chain([TransportKind::Channel]) {
+        for (name, send, want) in runs {
+            match backend::green::hackbench::run_fixed(&tiny(t), send) {
+                Err(BenchError::Verify(e)) => assert!(want(&e), "{t:?} {name}: {e}"),
+                other => panic!("{t:?} {name}: expected a verification error, got {other:?}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn threads_backend_reports_a_broken_sender() {
     for t in TRANSPORTS {
@@ -155,32 +250,77 @@ fn processes_backend_reports_a_broken_sender() {
     }
 }
 
+fn tiny_latency() -> LatencyConfig {
+    LatencyConfig {
+        load: tiny(TransportKind::UnixSocket),
+        interval: Duration::from_millis(1),
+        duration: Duration::from_millis(300),
+        nice_levels: vec![-19, 0, 19],
+    }
+}
+
+fn check_probes(what: &str, run: &backend::LatencyRun) {
+    assert_eq!(run.probes.len(), 3, "{what}");
+    for (p, nice) in run.probes.iter().zip([-19, 0, 19]) {
+        assert_eq!(p.nice, nice);
+        assert!(p.cycles > 0, "{what}: {p:?}");
+        assert!(p.cycles + p.overruns <= 300, "{what}: {p:?}");
+        assert!(p.min_ns <= p.p50_ns && p.p50_ns <= p.p99_ns && p.p99_ns <= p.max_ns);
+    }
+    assert!(run.load_messages > 0, "{what}: the load moved nothing");
+}
+
 #[test]
 fn latency_mode_completes_a_tiny_run_per_backend() {
+    let cfg = tiny_latency();
     for kind in [BackendKind::Threads, BackendKind::Tokio] {
-        let cfg = LatencyConfig {
-            load: tiny(TransportKind::UnixSocket),
-            interval: Duration::from_millis(1),
-            duration: Duration::from_millis(300),
-            nice_levels: vec![-19, 0, 19],
-        };
         let b = backend::latency(kind).unwrap();
         let run = b
             .run(&cfg, &LatencyColumn::default_column())
             .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
-        assert_eq!(run.probes.len(), 3);
-        for (p, nice) in run.probes.iter().zip([-19, 0, 19]) {
-            assert_eq!(p.nice, nice);
-            assert!(p.cycles > 0, "{kind:?}: {p:?}");
-            assert!(p.cycles + p.overruns <= 300, "{kind:?}: {p:?}");
-            assert!(p.min_ns <= p.p50_ns && p.p50_ns <= p.p99_ns && p.p99_ns <= p.max_ns);
-        }
-        assert!(run.load_messages > 0, "{kind:?}: the load moved nothing");
+        check_probes(&format!("{kind:?}"), &run);
         let green_only = LatencyColumn {
             features: Some("TICK_ELIGIBLE".into()),
             ..LatencyColumn::default_column()
         };
         assert!(b.run(&cfg, &green_only).is_err());
+    }
+}
+
+#[test]
+fn green_latency_runs_every_bg3_column() {
+    let Ok(opts::Config {
+        mode: opts::Mode::Latency { columns, .. },
+        ..
+    }) = opts::parse([
+        "hackbench",
+        "--latency",
+        "--backend",
+        "green",
+        "--columns",
+        "bg3",
+    ])
+    else {
+        panic!("--columns bg3 did not parse")
+    };
+    assert_eq!(columns.len(), 5);
+    let b = backend::latency(BackendKind::Green).unwrap();
+    for load in [TransportKind::UnixSocket, TransportKind::Channel] {
+        let mut cfg = tiny_latency();
+        cfg.load.transport = load;
+        for col in &columns {
+            let run = b
+                .run(&cfg, col)
+                .unwrap_or_else(|e| panic!("{load:?} {}: {e}", col.label));
+            check_probes(&format!("green {load:?} {}", col.label), &run);
+            for name in ["preemptions", "tick preemptions", "wakeup preemptions"] {
+                assert!(
+                    run.counters.iter().any(|(n, _)| n == name),
+                    "{}: no {name} counter",
+                    col.label
+                );
+            }
+        }
     }
 }
 
@@ -203,6 +343,43 @@ fn spawn_mode_completes_tiny_runs_per_backend() {
                 SpawnLimit::Duration(_) => assert!(run.spawns > 0, "{kind:?}"),
             }
             assert!(run.rate() > 0.0);
+        }
+    }
+}
+
+#[test]
+fn green_spawn_counts_placement_under_both_policies() {
+    let b = backend::spawn(BackendKind::Green).unwrap();
+    let base = tiny(TransportKind::Pipe).runtime;
+    let variants = backend::green::spawn::placement_variants(&base);
+    assert_eq!(variants.len(), 2);
+    for (label, runtime) in variants {
+        for limit in [
+            SpawnLimit::Duration(Duration::from_millis(300)),
+            SpawnLimit::Iterations(50),
+        ] {
+            let cfg = SpawnConfig {
+                spawners: 2,
+                limit,
+                runtime: runtime.clone(),
+            };
+            let run = b.run(&cfg).unwrap_or_else(|e| panic!("{label}: {e}"));
+            let get = |name: &str| {
+                run.counters
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .unwrap_or_else(|| panic!("{label}: no {name}"))
+                    .1
+            };
+            let (local, remote) = (get("spawned local"), get("spawned remote"));
+            // Every spawn of the window is counted once, local or remote.
+            assert_eq!(local + remote, run.spawns, "{label}");
+            if let SpawnLimit::Iterations(n) = limit {
+                assert_eq!(run.spawns, 2 * n, "{label}");
+            }
+            if label.ends_with(" SPAWN_LOCAL") {
+                assert_eq!(remote, 0, "{label}: local-first placed a spawn elsewhere");
+            }
         }
     }
 }

@@ -1,10 +1,13 @@
 //! Transports: how one receiver's channel is made, and blocking I/O on it.
 //!
-//! Owns: creating the fd pair behind each receiver (UNIX socket pair, pipe,
-//! or a TCP connection over 127.0.0.1) and the raw, allocation-free
-//! `read`/`write` wrappers the blocking backends use on those fds. Must not:
-//! know about groups, senders, loops or verification; async backends take
-//! the fds made here and wrap them in their own types.
+//! Owns: the list of transports ([`TransportKind`]), creating the fd pair
+//! behind each receiver (UNIX socket pair, pipe, or a TCP connection over
+//! 127.0.0.1) and the raw, allocation-free `read`/`write` wrappers the
+//! blocking backends use on those fds, and the rule that the fd-less
+//! `channel` transport belongs to the green backend only
+//! ([`require_fds`]). Must not: know about groups, senders, loops or
+//! verification; async and green backends take the fds made here (or make
+//! their own) and wrap them in their own types.
 
 use std::io;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -19,6 +22,9 @@ pub enum TransportKind {
     Pipe,
     /// A TCP connection over 127.0.0.1 with `TCP_NODELAY`: hackbench `-i`.
     Tcp,
+    /// No file descriptor: a bounded `eevdf_rt::sync::channel` per
+    /// receiver (`--transport channel`, green only).
+    Channel,
 }
 
 impl TransportKind {
@@ -28,8 +34,21 @@ impl TransportKind {
             TransportKind::UnixSocket => "unix sockets",
             TransportKind::Pipe => "pipes",
             TransportKind::Tcp => "tcp loopback",
+            TransportKind::Channel => "eevdf-rt channels",
         }
     }
+}
+
+/// The check every fd-based backend makes first: `--transport channel`
+/// exists only on the green backend, so anything else is a usage error
+/// (exit 2) naming `backend`.
+pub fn require_fds(kind: TransportKind, backend: &str) -> Result<(), crate::error::BenchError> {
+    if kind == TransportKind::Channel {
+        return Err(crate::error::BenchError::Usage(format!(
+            "--transport channel is green-only: the {backend} backend moves bytes through file descriptors"
+        )));
+    }
+    Ok(())
 }
 
 /// One receiver's channel: every sender of the group writes into `tx`, the
@@ -43,6 +62,8 @@ pub struct Channel {
 }
 
 /// Makes `n` channels of kind `kind`.
+///
+/// `TransportKind::Channel` has no fds and is an `Unsupported` error.
 ///
 /// For TCP, one listener on an ephemeral 127.0.0.1 port accepts all `n`
 /// connections and is closed before returning; both ends get `TCP_NODELAY`
@@ -75,6 +96,12 @@ pub fn make_channels(kind: TransportKind, n: usize) -> io::Result<Vec<Channel>> 
                     tx: OwnedFd::from(tx),
                 });
             }
+        }
+        TransportKind::Channel => {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the channel transport has no file descriptors (green backend only)",
+            ))
         }
     }
     Ok(out)

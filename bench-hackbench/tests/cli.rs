@@ -53,13 +53,97 @@ fn bad_input_exits_2_with_a_message() {
     rejects(&["--latency", "--columns", "bg3"], "green");
     rejects(&["--latency", "--nice-levels", "-30"], "-30");
     rejects(&["--spawn", "--duration", "soon"], "soon");
+    // The channel transport is green-only.
+    for backend in [
+        &["-T"][..],
+        &["-P"],
+        &["--backend", "tokio"],
+        &["--latency"],
+    ] {
+        let mut args = vec!["--transport", "channel", "-g", "1", "-f", "2", "-l", "10"];
+        if backend == ["--latency"] {
+            args.truncate(6);
+        }
+        args.extend(backend);
+        rejects(&args, "green");
+    }
+    rejects(&["--transport", "pigeon"], "pigeon");
+    rejects(&["--transport", "pipe", "-i"], "cannot be used with");
+    // Feature lists are validated before anything runs.
+    rejects(
+        &["--backend", "green", "--features", "NO_SUCH_THING"],
+        "SUCH_THING",
+    );
+    rejects(
+        &["--spawn", "--backend", "green", "--features", "FAST"],
+        "FAST",
+    );
+    rejects(
+        &[
+            "--latency",
+            "--backend",
+            "green",
+            "--columns",
+            "default;BOGUS",
+        ],
+        "BOGUS",
+    );
+    rejects(&["--backend", "green", "--workers", "300"], "workers");
 }
 
 #[test]
-fn green_is_not_yet_available() {
-    rejects(&["--backend", "green", "-g", "1"], "not yet available");
-    rejects(&["--spawn", "--backend", "green"], "not yet available");
-    rejects(&["--latency", "--backend", "green"], "not yet available");
+fn green_runs_every_transport_and_names_its_features() {
+    for transport in [
+        &[][..],
+        &["-p"],
+        &["-i"],
+        &["--transport", "channel"],
+        &["--transport", "unix"],
+    ] {
+        let mut args = vec![
+            "--backend",
+            "green",
+            "-g",
+            "1",
+            "-f",
+            "2",
+            "-l",
+            "10",
+            "--workers",
+            "2",
+            "--features",
+            "NO_RUN_TO_PARITY",
+        ];
+        args.extend(transport);
+        let o = run(&args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{args:?}\n{out}\n{err}");
+        assert!(out.contains("Running in green mode with 1 groups"), "{out}");
+        assert!(
+            out.contains("(2 worker threads, eevdf-rt features: NO_RUN_TO_PARITY"),
+            "{out}"
+        );
+        assert_eq!(out.matches("Time: ").count(), 1, "{out}");
+    }
+    // `all` with channels runs green alone (the others have no channels).
+    let o = run(&[
+        "--backend",
+        "all",
+        "--transport",
+        "channel",
+        "-g",
+        "1",
+        "-f",
+        "2",
+        "-l",
+        "10",
+        "--stats",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(out.matches("Time: ").count(), 1, "{out}");
+    assert!(out.contains("eevdf-rt channels"), "{out}");
+    assert!(out.contains("context_switches"), "--stats: {out}");
 }
 
 #[test]
@@ -87,14 +171,17 @@ fn tiny_hackbench_on_every_backend_and_transport() {
         let o = run(&args);
         let (out, err) = text(&o);
         assert!(o.status.success(), "{args:?}\n{out}\n{err}");
-        assert_eq!(out.matches("Time: ").count(), 3, "{out}");
+        assert_eq!(out.matches("Time: ").count(), 4, "{out}");
         assert!(out.contains(
             "Running in process mode with 1 groups using 4 file descriptors each (== 4 tasks)"
         ));
         assert!(out.contains("Running in threaded mode"));
         assert!(out.contains("Each sender will pass 10 messages of 100 bytes"));
-        assert!(out.contains("green: not yet available"), "{out}");
-        assert!(out.contains("vs threads"), "{out}");
+        assert!(out.contains("Running in green mode"), "{out}");
+        assert!(
+            out.contains("vs threads") && out.contains("vs tokio"),
+            "{out}"
+        );
     }
     let o = run(&["-T", "-g", "1", "-f", "2", "-l", "10"]);
     assert!(o.status.success());
@@ -124,7 +211,32 @@ fn tiny_latency_and_spawn_runs_with_plots() {
     assert!(out.contains("Latency mode, threads backend"), "{out}");
     assert!(out.contains("Latency mode, tokio backend"), "{out}");
     assert!(out.contains("tokio has no task priorities"), "{out}");
-    assert!(std::fs::read_to_string(&lat_svg).unwrap().contains("<svg"));
+    assert!(out.contains("Latency mode, green backend"), "{out}");
+    assert!(out.contains("| nice | threads | green | tokio |"), "{out}");
+    let svg = std::fs::read_to_string(&lat_svg).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("green"));
+
+    // Green's feature columns: a Markdown table with one column each.
+    let o = run(&[
+        "--latency",
+        "--backend",
+        "green",
+        "--duration",
+        "0.3",
+        "-g",
+        "1",
+        "-f",
+        "2",
+        "--columns",
+        "default;TICK_ELIGIBLE;slice=100us",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("| nice | default | TICK_ELIGIBLE | slice=100us |"),
+        "{out}"
+    );
+    assert!(out.contains("| preemptions"), "{out}");
 
     let spawn_svg = dir.join("spawn.svg");
     let o = run(&[
@@ -138,10 +250,12 @@ fn tiny_latency_and_spawn_runs_with_plots() {
     ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
-    assert_eq!(out.matches("spawns/s").count(), 4, "{out}"); // 3 reports + table header
-    assert!(std::fs::read_to_string(&spawn_svg)
-        .unwrap()
-        .contains("<svg"));
+    // 5 reports (green twice: SPAWN_LOCAL and NO_SPAWN_LOCAL) + table header
+    assert_eq!(out.matches("spawns/s").count(), 6, "{out}");
+    assert!(out.contains("green NO_SPAWN_LOCAL"), "{out}");
+    assert!(out.contains("spawned remote"), "{out}");
+    let svg = std::fs::read_to_string(&spawn_svg).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("green SPAWN_LOCAL"));
 
     let hb_svg = dir.join("hackbench.svg");
     let o = run(&[
@@ -157,6 +271,7 @@ fn tiny_latency_and_spawn_runs_with_plots() {
         hb_svg.to_str().unwrap(),
     ]);
     assert!(o.status.success());
-    assert!(std::fs::read_to_string(&hb_svg).unwrap().contains("<svg"));
+    let svg = std::fs::read_to_string(&hb_svg).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("green"));
     let _ = std::fs::remove_dir_all(&dir);
 }

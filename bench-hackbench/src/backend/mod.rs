@@ -8,14 +8,9 @@
 //! lookup functions. Must not: parse options, print, or hold any backend's
 //! workload code.
 //!
-//! # Adding the `green` backend
-//!
-//! Replace `green.rs` by `green/{mod,hackbench,latency,spawn}.rs`: one
-//! module per mode, each a unit struct implementing that mode's trait, and
-//! make [`green::hackbench`], [`green::latency`] and [`green::spawn`] return
-//! `Ok(Box::new(...))`. Nothing else changes: `main` already lists green in
-//! `--backend all`, passes `--features`/`--workers`/`--stats` through
-//! [`RuntimeOpts`], and runs every latency column of `--columns`.
+//! Each backend is a module (`green` is a folder with one module per
+//! mode); a backend without a mode says so with [`Missing::Unsupported`]
+//! (processes have no latency mode).
 
 pub mod green;
 pub mod processes;
@@ -34,7 +29,7 @@ pub enum BackendKind {
     Processes,
     /// OS threads, real fds, blocking reads and writes (rt-tests' `-T`).
     Threads,
-    /// Green threads on eevdf-rt (not built yet).
+    /// Green threads on eevdf-rt.
     Green,
     /// Tokio tasks on tokio's own I/O types.
     Tokio,
@@ -258,8 +253,6 @@ pub trait SpawnBackend {
 /// Why a backend has no implementation for a mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Missing {
-    /// Part of the design, not built yet (green).
-    NotYetAvailable,
     /// The mode makes no sense for this backend (processes in latency mode).
     Unsupported,
 }

@@ -54,6 +54,7 @@ impl HackbenchBackend for Processes {
 
 /// A fixed `-l` run with the given sender loop (tests pass broken ones).
 pub(crate) fn run_fixed(cfg: &HackbenchConfig, send: SendFn) -> Result<HackbenchRun, BenchError> {
+    crate::transport::require_fds(cfg.transport, "processes")?;
     let (f, s) = (cfg.fds, cfg.datasize);
     // Two slots per task: senders store loops done; receivers store
     // messages and partial bytes. Task t of group g: senders first.

@@ -76,6 +76,7 @@ impl Load {
         loops: Option<u64>,
         send: SendFn,
     ) -> Result<Load, BenchError> {
+        crate::transport::require_fds(cfg.transport, "threads")?;
         let gate = Arc::new(Gate::new());
         let stop = Arc::new(AtomicBool::new(false));
         let mut groups = Vec::with_capacity(cfg.groups);

@@ -104,6 +104,7 @@ impl Writer {
                 Writer::Unix(UnixStream::from_std(s)?)
             }
             TransportKind::Pipe => Writer::Pipe(pipe::Sender::from_owned_fd(fd)?),
+            TransportKind::Channel => return Err(io::ErrorKind::Unsupported.into()),
             TransportKind::Tcp => {
                 let s = std::net::TcpStream::from(fd);
                 s.set_nonblocking(true)?;
@@ -159,6 +160,7 @@ impl Reader {
                 Reader::Unix(UnixStream::from_std(s)?)
             }
             TransportKind::Pipe => Reader::Pipe(pipe::Receiver::from_owned_fd(fd)?),
+            TransportKind::Channel => return Err(io::ErrorKind::Unsupported.into()),
             TransportKind::Tcp => {
                 let s = std::net::TcpStream::from(fd);
                 s.set_nonblocking(true)?;
@@ -257,6 +259,7 @@ impl Load {
     /// Spawns every task, waits until all are at the barrier, releases
     /// them. `loops = None` runs until [`Load::stop`]. Inside the runtime.
     async fn start(cfg: &HackbenchConfig, loops: Option<u64>) -> Result<Load, BenchError> {
+        crate::transport::require_fds(cfg.transport, "tokio")?;
         let ready = Arc::new(Semaphore::new(0));
         let (go_tx, go_rx) = watch::channel(false);
         let barrier = Barrier { ready, go: go_rx };

@@ -1,0 +1,149 @@
+//! The `green` backend: eevdf-rt green threads, in all three modes.
+//!
+//! Owns: building one eevdf-rt runtime per run (`--workers`, `--features`,
+//! a latency column's features), the `--stats` lines, and the three lookup
+//! functions. The modes live in their own modules: [`hackbench`] (senders
+//! and receivers on the runtime's pipes, sockets, TCP or channels),
+//! [`latency`] (green probes under a green hackbench load) and [`spawn`]
+//! (`eevdf_rt::spawn` + `join`). Must not: block a worker inside a green
+//! thread (every wait goes through the runtime's green-aware types), or
+//! judge counts itself (`verify`).
+//!
+//! Shared decisions:
+//! - The coordinator is the calling OS thread, as rt-tests' parent process
+//!   is: it makes the channels, spawns every task with
+//!   `task::Builder::spawn_on` (tasks from outside the runtime go to the
+//!   idlest worker, so they start spread over the workers), waits at the
+//!   start gate ([`gate::GreenGate`]), reads the clock, opens the gate and
+//!   joins. Its waits block only itself, never a worker.
+//! - Successful I/O on the runtime's fds is not a preemption point (only a
+//!   wait is), so the loops call `eevdf_rt::preempt_point()` once per
+//!   message — the green analogue of the kernel's reschedule check on
+//!   return from a syscall. It costs one relaxed load when nothing is
+//!   pending.
+
+pub(crate) mod endpoint;
+pub(crate) mod gate;
+pub(crate) mod hackbench;
+pub(crate) mod latency;
+pub(crate) mod spawn;
+
+use super::{HackbenchBackend, LatencyBackend, Missing, RuntimeOpts, SpawnBackend};
+use crate::error::BenchError;
+use eevdf_rt::{Runtime, Stats};
+
+/// The green hackbench backend.
+pub fn hackbench() -> Result<Box<dyn HackbenchBackend>, Missing> {
+    Ok(Box::new(hackbench::GreenHackbench))
+}
+
+/// The green latency backend.
+pub fn latency() -> Result<Box<dyn LatencyBackend>, Missing> {
+    Ok(Box::new(latency::GreenLatency))
+}
+
+/// The green spawn backend.
+pub fn spawn() -> Result<Box<dyn SpawnBackend>, Missing> {
+    Ok(Box::new(spawn::GreenSpawn))
+}
+
+/// The feature string a run uses: `--features`, then `extra` (a latency
+/// column's or a spawn row's switches) on top, or `None` for the defaults.
+pub fn feature_spec(opts: &RuntimeOpts, extra: Option<&str>) -> Option<String> {
+    match (opts.features.as_deref(), extra) {
+        (None, None) => None,
+        (Some(f), None) | (None, Some(f)) => Some(f.to_string()),
+        (Some(a), Some(b)) => Some(format!("{a},{b}")),
+    }
+}
+
+/// The switches that differ from eevdf-rt's defaults ("default" if none),
+/// for headers; an invalid spec (rejected earlier by `opts`) prints as is.
+pub fn describe_features(spec: Option<&str>) -> String {
+    match spec {
+        None => "default".to_string(),
+        Some(s) => eevdf_rt::sched::Features::parse(s)
+            .map(|f| f.diff_from_default())
+            .unwrap_or_else(|_| s.to_string()),
+    }
+}
+
+/// Builds the runtime for one run: `opts.workers` pinned workers and the
+/// features of [`feature_spec`]. A configuration the runtime refuses (more
+/// than its maximum workers, an unknown feature) is a usage error.
+pub fn build_runtime(opts: &RuntimeOpts, extra: Option<&str>) -> Result<Runtime, BenchError> {
+    let mut b = eevdf_rt::Builder::new()
+        .workers(opts.workers)
+        .thread_name("hackbench");
+    if let Some(f) = feature_spec(opts, extra) {
+        b = b.features(&f);
+    }
+    b.build().map_err(|e| match e {
+        eevdf_rt::Error::Os { .. } => {
+            BenchError::Task(format!("starting the eevdf-rt runtime: {e}"))
+        }
+        e => BenchError::Usage(format!("eevdf-rt runtime: {e}")),
+    })
+}
+
+/// `--stats` lines: the runtime's counter table (one column per worker).
+pub fn stats_lines(title: &str, stats: &Stats) -> Vec<String> {
+    std::iter::once(format!("eevdf-rt stats ({title}):"))
+        .chain(stats.to_string().lines().map(|l| format!("  {l}")))
+        .collect()
+}
+
+/// Turns a green thread's join result into the crate's error.
+pub(crate) fn joined<T>(
+    r: std::thread::Result<std::io::Result<T>>,
+    what: impl FnOnce() -> String,
+) -> Result<T, BenchError> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(BenchError::io(what(), e)),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .or_else(|| {
+                    p.downcast_ref::<eevdf_rt::Cancelled>()
+                        .map(|c| c.to_string())
+                })
+                .unwrap_or_else(|| "panicked".to_string());
+            Err(BenchError::Task(format!("{}: {msg}", what())))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(features: Option<&str>) -> RuntimeOpts {
+        RuntimeOpts {
+            workers: 1,
+            features: features.map(str::to_string),
+            stats: false,
+        }
+    }
+
+    #[test]
+    fn features_combine_and_describe() {
+        assert_eq!(feature_spec(&opts(None), None), None);
+        assert_eq!(
+            feature_spec(&opts(Some("NO_WAKE_IDLE")), Some("TICK_ELIGIBLE")).as_deref(),
+            Some("NO_WAKE_IDLE,TICK_ELIGIBLE")
+        );
+        assert_eq!(describe_features(None), "default");
+        assert_eq!(describe_features(Some("RUN_TO_PARITY")), "default");
+        assert_eq!(
+            describe_features(Some("TICK_ELIGIBLE")),
+            "TICK_ELIGIBLE".to_string()
+        );
+        assert!(matches!(
+            build_runtime(&opts(Some("NOPE")), None),
+            Err(BenchError::Usage(_))
+        ));
+    }
+}

@@ -6,20 +6,6 @@
 //! the measured window (`Stats::spawned_local` / `spawned_remote`). Must
 //! not: choose the placement policy (that is the runtime's SPAWN_LOCAL
 //! switch, set by the caller through the features) or print.
-//!
-//! Workaround for a runtime bug (`tests/runtime_repros.rs`,
-//! `spawn_local_join_survives_newidle_steals`): a green `join` on a child
-//! queued on the joiner's own worker takes a directed yield that races with
-//! an idle worker stealing the child, and the worker panics. So while the
-//! child is queued on the spawner's own worker, the spawner `yield_now()`s
-//! (what the directed yield does in the common case: the child runs at
-//! once on the same worker); it calls `join()` once the child has finished
-//! (`join` returns at once) or sits on another worker (`join` parks and is
-//! woken, as without the workaround). That covers SPAWN_LOCAL (children
-//! always start locally) and NO_SPAWN_LOCAL with several spawners (the
-//! idlest worker can be the spawner's own). Placement, steals and the
-//! counters are unchanged; only the racy path is avoided. Cost: two
-//! task-handle clones per spawn.
 
 use super::gate::GreenGate;
 use super::{build_runtime, joined, stats_lines};
@@ -86,11 +72,7 @@ impl SpawnBackend for GreenSpawn {
         }
         let window = rt.stats().since(&before);
         let t = window.total();
-        let mut details = vec![
-            "note: a spawner yields while its child is queued on its own worker, then joins \
-             (works around the runtime's join/steal race, see tests/runtime_repros.rs)"
-                .to_string(),
-        ];
+        let mut details = Vec::new();
         if cfg.runtime.stats {
             details.extend(stats_lines("from go to the end", &window));
         }
@@ -106,8 +88,7 @@ impl SpawnBackend for GreenSpawn {
     }
 }
 
-/// One spawner: spawn an empty green thread, wait for it, repeat (yield
-/// while the child is queued here, then join: see the module docs).
+/// One spawner: spawn an empty green thread, wait for it, repeat.
 fn spawner(gate: &GreenGate, stop: &AtomicBool, max: u64) -> io::Result<u64> {
     if !gate.arrive() {
         return Ok(0);
@@ -115,9 +96,6 @@ fn spawner(gate: &GreenGate, stop: &AtomicBool, max: u64) -> io::Result<u64> {
     let mut n = 0;
     while n < max && !stop.load(Ordering::Relaxed) {
         let h = eevdf_rt::spawn(|| ());
-        while !h.is_finished() && h.task().worker() == eevdf_rt::current().worker() {
-            eevdf_rt::yield_now();
-        }
         if h.join().is_err() {
             stop.store(true, Ordering::Relaxed);
             return Err(io::Error::other("a spawned green thread failed"));

@@ -1,0 +1,662 @@
+//! A latency-sensitive service sharing its cores with CPU-heavy batch work
+//! — the reason eevdf-rt exists — run on eevdf-rt and on tokio, side by side.
+//!
+//! ```text
+//! cargo run --release -p examples --example latency_service
+//! cargo run --release -p examples --example latency_service -- --rate 8000 --batch-jobs 16
+//! cargo run --release -p examples --example latency_service -- --handler-slice-us 0 --features NO_PREEMPT_SHORT
+//! cargo run --release -p examples --example latency_service -- --plot latency.svg
+//! ```
+//!
+//! The workload, identical on both runtimes:
+//!
+//! * **requests** arrive open-loop at a fixed rate (`--rate`). A generator
+//!   on its own OS thread (like a NIC, outside either runtime) sends each
+//!   one, stamped with its *intended* send time, to one of `--handlers`
+//!   handlers round-robin through a channel. A handler spends
+//!   `--request-us` of CPU on it. Latency is measured from the intended
+//!   send time to the end of the handler's work, so a late generator or a
+//!   backlog is charged to the runtime (no coordinated omission);
+//! * **batch jobs** (`--batch-jobs`, enough to keep every worker busy) run
+//!   `--batch-unit-us` units of CPU work forever, calling a yield point
+//!   between units: `eevdf_rt::preempt_point()` on eevdf-rt,
+//!   `tokio::task::yield_now().await` on tokio.
+//!
+//! On eevdf-rt the handlers are green threads with a short slice
+//! (`--handler-slice-us`, 100 µs) and the batch jobs run at nice 10. A
+//! request wakes its handler through the worker's wakelist; the worker
+//! enqueues it at the batch job's next `preempt_point()`, and because the
+//! handler's slice is shorter than the batch job's (PREEMPT_SHORT) and its
+//! virtual deadline is earlier, EEVDF switches to it right there. A
+//! request waits at most one batch unit.
+//!
+//! On tokio the handlers are tasks on the same number of worker threads.
+//! A wake from outside the runtime lands in the global inject queue, which
+//! a busy worker only looks at every few polls (tokio tunes the interval
+//! to about 200 µs of polling) or when its local queue runs dry; a
+//! yielding task goes to the back of the line, so the handler waits behind
+//! the batch jobs queued ahead of it — FIFO, no notion of urgency — and a
+//! second request arriving meanwhile waits a further round.
+//!
+//! Both runtimes keep every core busy with batch work, so batch throughput
+//! (units/s) should come out about equal; the table prints both with their
+//! ratio, plus the generator's own send lag so that OS-level noise is
+//! visible. The generator asks the kernel for a 100 µs slice
+//! (`sched_setattr`, Linux 6.12+) so that it, too, preempts the busy
+//! worker threads when it wakes.
+
+use clap::{Parser, ValueEnum};
+use eevdf_rt::sched::Features;
+use eevdf_rt::sync::channel;
+use eevdf_rt::WorkerStats;
+use examples::hist::{self, fmt_ratio, fmt_us};
+use examples::work::{burn, Calibration, Counters};
+use examples::{cli, os, plot};
+use hdrhistogram::Histogram;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(about = "Request latency beside batch work: eevdf-rt (short slices, nice) vs tokio")]
+struct Args {
+    /// Measured seconds per runtime (after the warm-up)
+    #[arg(long, default_value = "2", value_parser = cli::parse_secs)]
+    duration: Duration,
+    /// Warm-up seconds per runtime (not measured)
+    #[arg(long, default_value = "0.25", value_parser = cli::parse_secs)]
+    warmup: Duration,
+    /// Worker threads of each runtime [default: the CPUs available]
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Requests per second, open loop
+    #[arg(long, default_value_t = 4000.0)]
+    rate: f64,
+    /// CPU work per request, µs
+    #[arg(long, default_value_t = 30.0)]
+    request_us: f64,
+    /// Handler green threads / tasks; requests are dealt round-robin [default: 4 per worker]
+    #[arg(long)]
+    handlers: Option<usize>,
+    /// eevdf-rt: the handlers' slice in µs (100 ..= 100000; 0 = the base slice)
+    #[arg(long, default_value_t = 100)]
+    handler_slice_us: u64,
+    /// eevdf-rt: the handlers' nice level (-20 ..= 19)
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    handler_nice: i32,
+    /// CPU-bound batch jobs [default: 4 per worker]
+    #[arg(long)]
+    batch_jobs: Option<usize>,
+    /// eevdf-rt: the batch jobs' nice level (-20 ..= 19)
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+    batch_nice: i32,
+    /// Batch work between two yield points, µs
+    #[arg(long, default_value_t = 50.0)]
+    batch_unit_us: f64,
+    /// eevdf-rt scheduler features, sched_features syntax ("NO_PREEMPT_SHORT,TICK_ELIGIBLE")
+    #[arg(long, default_value = "")]
+    features: String,
+    /// Which runtimes to run
+    #[arg(long, value_enum, default_value_t = Which::Both)]
+    runtime: Which,
+    /// Write an SVG plot: latency percentiles per runtime (log scale) and batch throughput
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Which {
+    Both,
+    Green,
+    Tokio,
+}
+
+/// The workload, validated, in the units the runtimes use.
+#[derive(Clone, Debug)]
+struct Plan {
+    workers: usize,
+    period_ns: f64,
+    warmup: Duration,
+    duration: Duration,
+    handlers: usize,
+    request_iters: u64,
+    batch_jobs: usize,
+    unit_iters: u64,
+    handler_slice: Option<Duration>,
+    handler_nice: i32,
+    batch_nice: i32,
+    features: String,
+}
+
+impl Plan {
+    fn from_args(a: &Args) -> Result<Plan, String> {
+        let workers = cli::check_range(
+            "--workers",
+            a.workers
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            1..=eevdf_rt::MAX_WORKERS,
+        )?;
+        if !(a.rate.is_finite() && (1.0..=1e6).contains(&a.rate)) {
+            return Err(format!("--rate {} is out of range (1 ..= 1000000)", a.rate));
+        }
+        if !(a.request_us.is_finite() && (0.0..=100_000.0).contains(&a.request_us)) {
+            return Err(format!(
+                "--request-us {} is out of range (0 ..= 100000)",
+                a.request_us
+            ));
+        }
+        if !(a.batch_unit_us.is_finite() && (1.0..=100_000.0).contains(&a.batch_unit_us)) {
+            return Err(format!(
+                "--batch-unit-us {} is out of range (1 ..= 100000)",
+                a.batch_unit_us
+            ));
+        }
+        let handlers = cli::check_range("--handlers", a.handlers.unwrap_or(4 * workers), 1..=4096)?;
+        let batch_jobs = cli::check_range(
+            "--batch-jobs",
+            a.batch_jobs.unwrap_or(4 * workers),
+            0..=4096,
+        )?;
+        let handler_slice = match a.handler_slice_us {
+            0 => None,
+            us => Some(Duration::from_micros(cli::check_range(
+                "--handler-slice-us",
+                us,
+                100..=100_000,
+            )?)),
+        };
+        let handler_nice = cli::check_range("--handler-nice", a.handler_nice, -20..=19)?;
+        let batch_nice = cli::check_range("--batch-nice", a.batch_nice, -20..=19)?;
+        Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
+        let cal = Calibration::measure();
+        Ok(Plan {
+            workers,
+            period_ns: 1e9 / a.rate,
+            warmup: a.warmup,
+            duration: a.duration,
+            handlers,
+            request_iters: cal.iters_for_us(a.request_us),
+            batch_jobs,
+            unit_iters: cal.iters_for_us(a.batch_unit_us),
+            handler_slice,
+            handler_nice,
+            batch_nice,
+            features: a.features.clone(),
+        })
+    }
+}
+
+/// One request: when the generator meant to send it.
+struct Request {
+    intended: Instant,
+}
+
+/// A point in time at a window boundary.
+struct Mark {
+    at: Instant,
+    units: u64,
+    stats: Option<WorkerStats>,
+    /// Kernel run-queue wait of the runtime's worker threads so far.
+    run_delay: Option<Duration>,
+}
+
+/// What one runtime achieved in the measured window.
+struct Outcome {
+    name: &'static str,
+    /// Completion − intended send time, for requests meant to be sent in the window.
+    latency: Histogram<u64>,
+    /// Actual − intended send time (the generator's own lateness).
+    send_lag: Histogram<u64>,
+    /// Batch units per second in the window.
+    batch_rate: f64,
+    window: Duration,
+    /// eevdf-rt counters over the window.
+    stats: Option<WorkerStats>,
+    /// Share of the workers' time in the window spent runnable but waiting
+    /// for a CPU in the kernel (other processes, the generator): host noise.
+    os_wait: f64,
+}
+
+/// The open-loop generator, on its own OS thread with a 100 µs kernel
+/// slice: sends request `i` at `start + i × period` to handler
+/// `i mod handlers` (however late it is, it never skips a request or waits
+/// for a reply), and marks the bounds of the measured window. Returns its
+/// send lag and the two marks.
+fn generate(
+    plan: &Plan,
+    start: Instant,
+    mut send: impl FnMut(usize, Request) + Send,
+    mark: impl Fn() -> Mark + Send,
+) -> (Histogram<u64>, Mark, Mark) {
+    let generator = move || {
+        os::set_min_timer_slack();
+        // Best effort; the header says whether the kernel supports it.
+        let _ = os::set_kernel_slice(GENERATOR_SLICE);
+        let measure_from = start + plan.warmup;
+        let end = measure_from + plan.duration;
+        let mut lag = hist::new();
+        let mut first = None;
+        for i in 0u64.. {
+            let intended = start + Duration::from_nanos((i as f64 * plan.period_ns) as u64);
+            if intended >= end {
+                break;
+            }
+            if first.is_none() && intended >= measure_from {
+                sleep_until(measure_from);
+                first = Some(mark());
+            }
+            sleep_until(intended);
+            if intended >= measure_from {
+                hist::record(&mut lag, intended.elapsed());
+            }
+            send(i as usize % plan.handlers, Request { intended });
+        }
+        sleep_until(end);
+        let first = first.unwrap_or_else(&mark);
+        (lag, first, mark())
+    };
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("generator".into())
+            .spawn_scoped(s, generator)
+            .expect("spawning the generator thread")
+            .join()
+            .expect("the generator does not panic")
+    })
+}
+
+/// Name prefixes of each runtime's worker threads (for their kernel run-queue wait).
+const GREEN_THREADS: &str = "ls-green";
+const TOKIO_THREADS: &str = "ls-tokio";
+
+/// The kernel slice the generator asks for.
+const GENERATOR_SLICE: Duration = Duration::from_micros(100);
+
+fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        std::thread::sleep(t - now);
+    }
+}
+
+/// The handler loop shared by both runtimes: burn the request's CPU, then
+/// record its latency if it belongs to the window.
+fn handle(req: Request, iters: u64, measure_from: Instant, lat: &mut Histogram<u64>) {
+    black_box(burn(iters));
+    if req.intended >= measure_from {
+        hist::record(lat, req.intended.elapsed());
+    }
+}
+
+fn outcome(
+    name: &'static str,
+    workers: usize,
+    latency: Histogram<u64>,
+    send_lag: Histogram<u64>,
+    first: Mark,
+    last: Mark,
+) -> Outcome {
+    let window = last.at - first.at;
+    Outcome {
+        name,
+        latency,
+        send_lag,
+        batch_rate: (last.units - first.units) as f64 / window.as_secs_f64(),
+        window,
+        stats: match (first.stats, last.stats) {
+            (Some(a), Some(b)) => Some(b.since(&a)),
+            _ => None,
+        },
+        os_wait: match (first.run_delay, last.run_delay) {
+            (Some(a), Some(b)) => {
+                b.saturating_sub(a).as_secs_f64() / (window.as_secs_f64() * workers as f64)
+            }
+            _ => f64::NAN,
+        },
+    }
+}
+
+fn run_green(plan: &Plan) -> Result<Outcome, String> {
+    let rt = eevdf_rt::Builder::new()
+        .workers(plan.workers)
+        .thread_name(GREEN_THREADS)
+        .features(&plan.features)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let spawn_err = |e: std::io::Error| format!("eevdf-rt spawn: {e}");
+    let start = Instant::now() + Duration::from_millis(20);
+    let measure_from = start + plan.warmup;
+    let counters = Arc::new(Counters::new(plan.batch_jobs));
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let mut batch = Vec::with_capacity(plan.batch_jobs);
+    for j in 0..plan.batch_jobs {
+        let (counters, stop, unit) = (counters.clone(), stop.clone(), plan.unit_iters);
+        let job = eevdf_rt::task::Builder::new()
+            .name(format!("batch-{j}"))
+            .nice(plan.batch_nice)
+            .spawn_on(&rt, move || {
+                let mut sum = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    sum = sum.wrapping_add(burn(unit));
+                    counters.bump(j);
+                    eevdf_rt::preempt_point();
+                }
+                sum
+            })
+            .map_err(spawn_err)?;
+        batch.push(job);
+    }
+
+    let mut senders = Vec::with_capacity(plan.handlers);
+    let mut handlers = Vec::with_capacity(plan.handlers);
+    for h in 0..plan.handlers {
+        let (tx, rx) = channel::unbounded::<Request>();
+        let mut b = eevdf_rt::task::Builder::new()
+            .name(format!("handler-{h}"))
+            .nice(plan.handler_nice);
+        if let Some(s) = plan.handler_slice {
+            b = b.slice(s);
+        }
+        let iters = plan.request_iters;
+        let handler = b
+            .spawn_on(&rt, move || {
+                let mut lat = hist::new();
+                for req in rx {
+                    handle(req, iters, measure_from, &mut lat);
+                }
+                lat
+            })
+            .map_err(spawn_err)?;
+        senders.push(tx);
+        handlers.push(handler);
+    }
+
+    let (send_lag, first, last) = generate(
+        plan,
+        start,
+        |h, req| {
+            // A handler only goes away by panicking; join reports that.
+            let _ = senders[h].send(req);
+        },
+        || Mark {
+            at: Instant::now(),
+            units: counters.sum(),
+            stats: Some(rt.stats().total()),
+            run_delay: os::threads_run_delay(GREEN_THREADS),
+        },
+    );
+    stop.store(true, Ordering::Relaxed);
+    drop(senders);
+    let mut lats = Vec::with_capacity(handlers.len());
+    for h in handlers {
+        lats.push(h.join().map_err(|_| "a green handler panicked")?);
+    }
+    for b in batch {
+        black_box(b.join().map_err(|_| "a green batch job panicked")?);
+    }
+    Ok(outcome(
+        "eevdf-rt",
+        plan.workers,
+        hist::merge(&lats),
+        send_lag,
+        first,
+        last,
+    ))
+}
+
+fn run_tokio(plan: &Plan) -> Result<Outcome, String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(plan.workers)
+        .thread_name(TOKIO_THREADS)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio: {e}"))?;
+    let start = Instant::now() + Duration::from_millis(20);
+    let measure_from = start + plan.warmup;
+    let counters = Arc::new(Counters::new(plan.batch_jobs));
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let batch: Vec<_> = (0..plan.batch_jobs)
+        .map(|j| {
+            let (counters, stop, unit) = (counters.clone(), stop.clone(), plan.unit_iters);
+            rt.spawn(async move {
+                let mut sum = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    sum = sum.wrapping_add(burn(unit));
+                    counters.bump(j);
+                    tokio::task::yield_now().await;
+                }
+                sum
+            })
+        })
+        .collect();
+
+    let mut senders = Vec::with_capacity(plan.handlers);
+    let mut handlers = Vec::with_capacity(plan.handlers);
+    for _ in 0..plan.handlers {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Request>();
+        let iters = plan.request_iters;
+        handlers.push(rt.spawn(async move {
+            let mut lat = hist::new();
+            while let Some(req) = rx.recv().await {
+                handle(req, iters, measure_from, &mut lat);
+            }
+            lat
+        }));
+        senders.push(tx);
+    }
+
+    let (send_lag, first, last) = generate(
+        plan,
+        start,
+        |h, req| {
+            let _ = senders[h].send(req);
+        },
+        || Mark {
+            at: Instant::now(),
+            units: counters.sum(),
+            stats: None,
+            run_delay: os::threads_run_delay(TOKIO_THREADS),
+        },
+    );
+    stop.store(true, Ordering::Relaxed);
+    drop(senders);
+    let lats = rt
+        .block_on(async {
+            let mut lats = Vec::with_capacity(handlers.len());
+            for h in handlers {
+                lats.push(h.await?);
+            }
+            for b in batch {
+                black_box(b.await?);
+            }
+            Ok::<_, tokio::task::JoinError>(lats)
+        })
+        .map_err(|e| format!("a tokio task failed: {e}"))?;
+    Ok(outcome(
+        "tokio",
+        plan.workers,
+        hist::merge(&lats),
+        send_lag,
+        first,
+        last,
+    ))
+}
+
+fn main() -> ExitCode {
+    let args: Args = cli::parse();
+    let plan = match Plan::from_args(&args) {
+        Ok(p) => p,
+        Err(e) => return cli::usage_error("latency_service", e),
+    };
+    match run(&args, &plan) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("latency_service: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args, plan: &Plan) -> Result<(), String> {
+    print_header(args, plan);
+    let mut outcomes = Vec::new();
+    if args.runtime != Which::Tokio {
+        outcomes.push(run_green(plan)?);
+    }
+    if args.runtime != Which::Green {
+        outcomes.push(run_tokio(plan)?);
+    }
+    print_table(&outcomes);
+    if let Some(path) = &args.plot {
+        let sides: Vec<plot::Side<'_>> = outcomes
+            .iter()
+            .map(|o| plot::Side {
+                name: o.name,
+                latency: &o.latency,
+                throughput: o.batch_rate,
+            })
+            .collect();
+        plot::latency_and_throughput(
+            path,
+            &format!(
+                "latency_service: {} req/s × {} µs beside {} batch jobs on {} workers",
+                args.rate, args.request_us, plan.batch_jobs, plan.workers
+            ),
+            "batch throughput (units/s)",
+            &sides,
+        )?;
+        println!("plot written to {}", path.display());
+    }
+    Ok(())
+}
+
+fn print_header(args: &Args, plan: &Plan) {
+    let load = args.rate * args.request_us / 1e6;
+    println!(
+        "latency_service: {} workers; {} req/s × {} µs CPU on {} handlers ({:.0}% of one core); \
+         {} batch jobs × {} µs units",
+        plan.workers,
+        args.rate,
+        args.request_us,
+        plan.handlers,
+        load * 100.0,
+        plan.batch_jobs,
+        args.batch_unit_us,
+    );
+    println!(
+        "  {:.2} s measured after {:.2} s warm-up per runtime; latency = handler done − intended send time",
+        plan.duration.as_secs_f64(),
+        plan.warmup.as_secs_f64()
+    );
+    if load >= plan.workers as f64 {
+        println!("  warning: requests alone need more CPU than the workers have; latency will grow without bound");
+    }
+    println!(
+        "  eevdf-rt: handlers slice {}, nice {}; batch nice {}, preempt_point() between units; features {}",
+        plan.handler_slice
+            .map_or("base".to_string(), |s| format!("{} µs", s.as_micros())),
+        plan.handler_nice,
+        plan.batch_nice,
+        Features::parse(&plan.features)
+            .map(|f| f.diff_from_default())
+            .unwrap_or_default(),
+    );
+    println!(
+        "  tokio:    multi-thread, {} workers, yield_now().await between units",
+        plan.workers
+    );
+    // Probe on a scratch thread: the slice must not leak into threads
+    // this one starts later (the runtimes' workers).
+    let probe = std::thread::spawn(|| os::set_kernel_slice(GENERATOR_SLICE)).join();
+    match probe {
+        Ok(Ok(())) => println!(
+            "  generator: own OS thread, kernel slice {} µs (sched_setattr)",
+            GENERATOR_SLICE.as_micros()
+        ),
+        Ok(Err(e)) => {
+            println!("  generator: own OS thread, default kernel slice (sched_setattr: {e})")
+        }
+        Err(_) => println!("  generator: own OS thread"),
+    }
+}
+
+fn print_table(outcomes: &[Outcome]) {
+    let ratio_col = outcomes.len() == 2;
+    print!("\n{:<22}", "");
+    for o in outcomes {
+        print!("{:>14}", o.name);
+    }
+    if ratio_col {
+        print!("{:>14}", "tokio/green");
+    }
+    println!();
+    let row = |label: &str, f: &dyn Fn(&Outcome) -> f64, fmt: &dyn Fn(f64) -> String| {
+        print!("{label:<22}");
+        for o in outcomes {
+            print!("{:>14}", fmt(f(o)));
+        }
+        if ratio_col {
+            print!("{:>14}", fmt_ratio(f(&outcomes[1]), f(&outcomes[0])));
+        }
+        println!();
+    };
+    let count = |v: f64| format!("{v:.0}");
+    row("requests", &|o| o.latency.len() as f64, &count);
+    for (label, q) in [
+        ("latency p50", 0.5),
+        ("latency p90", 0.9),
+        ("latency p99", 0.99),
+        ("latency p99.9", 0.999),
+    ] {
+        row(label, &|o| hist::quantile_us(&o.latency, q), &fmt_us);
+    }
+    row("latency max", &|o| hist::max_us(&o.latency), &fmt_us);
+    row(
+        "send lag p99",
+        &|o| hist::quantile_us(&o.send_lag, 0.99),
+        &fmt_us,
+    );
+    row("batch units/s", &|o| o.batch_rate, &count);
+    row("workers' OS wait", &|o| o.os_wait * 100.0, &|v| {
+        if v.is_nan() {
+            "-".into()
+        } else {
+            format!("{v:.1}%")
+        }
+    });
+    for o in outcomes {
+        if let Some(s) = &o.stats {
+            let per_s = |v: u64| v as f64 / o.window.as_secs_f64();
+            println!(
+                "\n{} counters per second: context_switches {:.0}, preemptions {:.0}, \
+                 wakeup_preemptions {:.0}, wakeups_remote_queued {:.0}, wakeups_remote_inline {:.0}, \
+                 delayed_wakeups {:.0}",
+                o.name,
+                per_s(s.context_switches),
+                per_s(s.preemptions),
+                per_s(s.wakeup_preemptions),
+                per_s(s.wakeups_remote_queued),
+                per_s(s.wakeups_remote_inline),
+                per_s(s.delayed_wakeups),
+            );
+        }
+    }
+    if ratio_col {
+        let [g, t] = [&outcomes[0], &outcomes[1]];
+        println!(
+            "\np99: eevdf-rt {} vs tokio {} ({} lower); batch throughput eevdf-rt/tokio {}",
+            fmt_us(hist::quantile_us(&g.latency, 0.99)),
+            fmt_us(hist::quantile_us(&t.latency, 0.99)),
+            fmt_ratio(
+                hist::quantile_us(&t.latency, 0.99),
+                hist::quantile_us(&g.latency, 0.99)
+            ),
+            fmt_ratio(g.batch_rate, t.batch_rate),
+        );
+    }
+}

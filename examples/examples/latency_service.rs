@@ -63,12 +63,15 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(about = "Request latency beside batch work: eevdf-rt (short slices, nice) vs tokio")]
 struct Args {
-    /// Measured seconds per runtime (after the warm-up)
-    #[arg(long, default_value = "2", value_parser = cli::parse_secs)]
+    /// Measured seconds per runtime and round (after the warm-up)
+    #[arg(long, default_value = "1", value_parser = cli::parse_secs)]
     duration: Duration,
-    /// Warm-up seconds per runtime (not measured)
-    #[arg(long, default_value = "0.25", value_parser = cli::parse_secs)]
+    /// Warm-up seconds per runtime and round (not measured)
+    #[arg(long, default_value = "0.2", value_parser = cli::parse_secs)]
     warmup: Duration,
+    /// Rounds: each runtime runs this many times, interleaved (ABBA), results summed
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
     /// Worker threads of each runtime [default: the CPUs available]
     #[arg(long)]
     workers: Option<usize>,
@@ -154,6 +157,7 @@ impl Plan {
                 a.batch_unit_us
             ));
         }
+        cli::check_range("--rounds", a.rounds, 1..=100)?;
         let handlers = cli::check_range("--handlers", a.handlers.unwrap_or(4 * workers), 1..=4096)?;
         let batch_jobs = cli::check_range(
             "--batch-jobs",
@@ -203,21 +207,56 @@ struct Mark {
     run_delay: Option<Duration>,
 }
 
-/// What one runtime achieved in the measured window.
+/// What one runtime achieved in its measured windows (one per round,
+/// summed).
 struct Outcome {
     name: &'static str,
-    /// Completion − intended send time, for requests meant to be sent in the window.
+    workers: usize,
+    /// Completion − intended send time, for requests meant to be sent in a window.
     latency: Histogram<u64>,
     /// Actual − intended send time (the generator's own lateness).
     send_lag: Histogram<u64>,
-    /// Batch units per second in the window.
-    batch_rate: f64,
+    /// Batch units completed in the windows.
+    batch_units: u64,
+    /// Total length of the windows.
     window: Duration,
-    /// eevdf-rt counters over the window.
+    /// eevdf-rt counters over the windows.
     stats: Option<WorkerStats>,
-    /// Share of the workers' time in the window spent runnable but waiting
-    /// for a CPU in the kernel (other processes, the generator): host noise.
-    os_wait: f64,
+    /// Kernel run-queue wait of the workers over the windows, if known.
+    run_delay: Option<Duration>,
+    /// Each round's p99 (µs) and workers' OS wait share, for the noise report.
+    rounds: Vec<(f64, f64)>,
+}
+
+impl Outcome {
+    fn batch_rate(&self) -> f64 {
+        self.batch_units as f64 / self.window.as_secs_f64()
+    }
+
+    /// Share of the workers' time spent runnable but waiting for a CPU in
+    /// the kernel (other processes, the generator, the ticker): host noise.
+    fn os_wait(&self) -> f64 {
+        self.run_delay.map_or(f64::NAN, |d| {
+            d.as_secs_f64() / (self.window.as_secs_f64() * self.workers as f64)
+        })
+    }
+
+    /// Adds another round of the same runtime.
+    fn absorb(&mut self, o: Outcome) {
+        self.latency.add(&o.latency).expect("same bounds");
+        self.send_lag.add(&o.send_lag).expect("same bounds");
+        self.batch_units += o.batch_units;
+        self.window += o.window;
+        self.stats = match (self.stats, o.stats) {
+            (Some(mut a), Some(b)) => {
+                a.add(&b);
+                Some(a)
+            }
+            _ => None,
+        };
+        self.run_delay = self.run_delay.zip(o.run_delay).map(|(a, b)| a + b);
+        self.rounds.extend(o.rounds);
+    }
 }
 
 /// The open-loop generator, on its own OS thread with a 100 µs kernel
@@ -299,24 +338,22 @@ fn outcome(
     first: Mark,
     last: Mark,
 ) -> Outcome {
-    let window = last.at - first.at;
-    Outcome {
+    let mut o = Outcome {
         name,
-        latency,
+        workers,
         send_lag,
-        batch_rate: (last.units - first.units) as f64 / window.as_secs_f64(),
-        window,
-        stats: match (first.stats, last.stats) {
-            (Some(a), Some(b)) => Some(b.since(&a)),
-            _ => None,
-        },
-        os_wait: match (first.run_delay, last.run_delay) {
-            (Some(a), Some(b)) => {
-                b.saturating_sub(a).as_secs_f64() / (window.as_secs_f64() * workers as f64)
-            }
-            _ => f64::NAN,
-        },
-    }
+        batch_units: last.units - first.units,
+        window: last.at - first.at,
+        stats: first.stats.zip(last.stats).map(|(a, b)| b.since(&a)),
+        run_delay: first
+            .run_delay
+            .zip(last.run_delay)
+            .map(|(a, b)| b.saturating_sub(a)),
+        rounds: Vec::new(),
+        latency,
+    };
+    o.rounds = vec![(hist::quantile_us(&o.latency, 0.99), o.os_wait())];
+    o
 }
 
 fn run_green(plan: &Plan) -> Result<Outcome, String> {
@@ -504,13 +541,28 @@ fn main() -> ExitCode {
 
 fn run(args: &Args, plan: &Plan) -> Result<(), String> {
     print_header(args, plan);
-    let mut outcomes = Vec::new();
-    if args.runtime != Which::Tokio {
-        outcomes.push(run_green(plan)?);
+    let sides: &[fn(&Plan) -> Result<Outcome, String>] = match args.runtime {
+        Which::Both => &[run_green, run_tokio],
+        Which::Green => &[run_green],
+        Which::Tokio => &[run_tokio],
+    };
+    let mut outcomes: Vec<Option<Outcome>> = sides.iter().map(|_| None).collect();
+    for round in 0..args.rounds {
+        // Alternate the order (ABBA…) so drifting machine load hits both alike.
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..sides.len()).collect()
+        } else {
+            (0..sides.len()).rev().collect()
+        };
+        for i in order {
+            let o = sides[i](plan)?;
+            match &mut outcomes[i] {
+                Some(acc) => acc.absorb(o),
+                slot => *slot = Some(o),
+            }
+        }
     }
-    if args.runtime != Which::Green {
-        outcomes.push(run_tokio(plan)?);
-    }
+    let outcomes: Vec<Outcome> = outcomes.into_iter().flatten().collect();
     print_table(&outcomes);
     if let Some(path) = &args.plot {
         let sides: Vec<plot::Side<'_>> = outcomes
@@ -518,7 +570,7 @@ fn run(args: &Args, plan: &Plan) -> Result<(), String> {
             .map(|o| plot::Side {
                 name: o.name,
                 latency: &o.latency,
-                throughput: o.batch_rate,
+                throughput: o.batch_rate(),
             })
             .collect();
         plot::latency_and_throughput(
@@ -549,7 +601,9 @@ fn print_header(args: &Args, plan: &Plan) {
         args.batch_unit_us,
     );
     println!(
-        "  {:.2} s measured after {:.2} s warm-up per runtime; latency = handler done − intended send time",
+        "  {} round(s) × {:.2} s measured after {:.2} s warm-up per runtime, interleaved; \
+         latency = handler done − intended send time",
+        args.rounds,
         plan.duration.as_secs_f64(),
         plan.warmup.as_secs_f64()
     );
@@ -621,42 +675,78 @@ fn print_table(outcomes: &[Outcome]) {
         &|o| hist::quantile_us(&o.send_lag, 0.99),
         &fmt_us,
     );
-    row("batch units/s", &|o| o.batch_rate, &count);
-    row("workers' OS wait", &|o| o.os_wait * 100.0, &|v| {
+    row("batch units/s", &|o| o.batch_rate(), &count);
+    let pct = |v: f64| {
         if v.is_nan() {
             "-".into()
         } else {
-            format!("{v:.1}%")
+            format!("{:.1}%", v * 100.0)
         }
-    });
+    };
+    row("workers' OS wait", &|o| o.os_wait(), &pct);
+    if outcomes.iter().any(|o| o.rounds.len() > 1) {
+        row(
+            "p99, median round",
+            &|o| median(o.rounds.iter().map(|r| r.0)),
+            &fmt_us,
+        );
+        println!(
+            "
+per round: p99 (workers' OS wait)"
+        );
+        for o in outcomes {
+            let rounds: Vec<String> = o
+                .rounds
+                .iter()
+                .map(|&(p99, wait)| format!("{} ({})", fmt_us(p99), pct(wait)))
+                .collect();
+            println!("  {:<10}{}", o.name, rounds.join(", "));
+        }
+    }
     for o in outcomes {
         if let Some(s) = &o.stats {
             let per_s = |v: u64| v as f64 / o.window.as_secs_f64();
             println!(
                 "\n{} counters per second: context_switches {:.0}, preemptions {:.0}, \
-                 wakeup_preemptions {:.0}, wakeups_remote_queued {:.0}, wakeups_remote_inline {:.0}, \
-                 delayed_wakeups {:.0}",
+                 wakeups_remote_queued {:.0}, wakeups_remote_inline {:.0}, \
+                 delayed_wakeups {:.0}, tick_preemptions {:.0}",
                 o.name,
                 per_s(s.context_switches),
                 per_s(s.preemptions),
-                per_s(s.wakeup_preemptions),
                 per_s(s.wakeups_remote_queued),
                 per_s(s.wakeups_remote_inline),
                 per_s(s.delayed_wakeups),
+                per_s(s.tick_preemptions),
             );
         }
     }
     if ratio_col {
         let [g, t] = [&outcomes[0], &outcomes[1]];
-        println!(
-            "\np99: eevdf-rt {} vs tokio {} ({} lower); batch throughput eevdf-rt/tokio {}",
-            fmt_us(hist::quantile_us(&g.latency, 0.99)),
-            fmt_us(hist::quantile_us(&t.latency, 0.99)),
-            fmt_ratio(
-                hist::quantile_us(&t.latency, 0.99),
-                hist::quantile_us(&g.latency, 0.99)
-            ),
-            fmt_ratio(g.batch_rate, t.batch_rate),
+        let (gp, tp) = (
+            hist::quantile_us(&g.latency, 0.99),
+            hist::quantile_us(&t.latency, 0.99),
         );
+        println!(
+            "\np99: eevdf-rt {} vs tokio {} (tokio/eevdf-rt {}); batch throughput eevdf-rt/tokio {}",
+            fmt_us(gp),
+            fmt_us(tp),
+            fmt_ratio(tp, gp),
+            fmt_ratio(g.batch_rate(), t.batch_rate()),
+        );
+    }
+}
+
+/// The median of some values (NaN if none).
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }

@@ -539,9 +539,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs the workload on one runtime.
+type RunFn = fn(&Plan) -> Result<Outcome, String>;
+
 fn run(args: &Args, plan: &Plan) -> Result<(), String> {
     print_header(args, plan);
-    let sides: &[fn(&Plan) -> Result<Outcome, String>] = match args.runtime {
+    let sides: &[RunFn] = match args.runtime {
         Which::Both => &[run_green, run_tokio],
         Which::Green => &[run_green],
         Which::Tokio => &[run_tokio],

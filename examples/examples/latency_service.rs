@@ -6,6 +6,7 @@
 //! cargo run --release -p examples --example latency_service -- --rate 8000 --batch-jobs 16
 //! cargo run --release -p examples --example latency_service -- --handler-slice-us 0 --features NO_PREEMPT_SHORT
 //! cargo run --release -p examples --example latency_service -- --plot latency.svg
+//! cargo run --release -p examples --example latency_service -- --transport tcp --tick-us 100
 //! ```
 //!
 //! The workload, identical on both runtimes:
@@ -31,19 +32,40 @@
 //! request waits at most one batch unit.
 //!
 //! On tokio the handlers are tasks on the same number of worker threads.
-//! A wake from outside the runtime lands in the global inject queue, which
-//! a busy worker only looks at every few polls (tokio tunes the interval
-//! to about 200 µs of polling) or when its local queue runs dry; a
-//! yielding task goes to the back of the line, so the handler waits behind
-//! the batch jobs queued ahead of it — FIFO, no notion of urgency — and a
-//! second request arriving meanwhile waits a further round.
+//! A wake from outside the runtime lands in the global inject queue. A
+//! busy worker takes from it only when its local queue runs dry — which,
+//! because `yield_now` parks the yielding task on a deferred list until
+//! the worker has polled everything else, happens once per round of its
+//! batch jobs — or every `global_queue_interval` polls (tokio tunes it to
+//! about 200 µs of polling, here 4 batch units). Until then the handler
+//! waits behind batch work, FIFO, with no notion of urgency: up to about
+//! four units instead of one.
 //!
 //! Both runtimes keep every core busy with batch work, so batch throughput
 //! (units/s) should come out about equal; the table prints both with their
-//! ratio, plus the generator's own send lag so that OS-level noise is
-//! visible. The generator asks the kernel for a 100 µs slice
-//! (`sched_setattr`, Linux 6.12+) so that it, too, preempts the busy
-//! worker threads when it wakes.
+//! ratio. Worker threads are pinned one per CPU on both runtimes
+//! (eevdf-rt's default, applied to tokio's workers with `on_thread_start`;
+//! `--no-pin` leaves both unpinned), so the kernel treats them alike.
+//!
+//! **Noise.** On a shared machine other processes take the CPU from the
+//! worker threads for milliseconds at a time, and that lands directly in
+//! the tail (on eevdf-rt more than on tokio: a handler queued on a worker
+//! that the kernel has descheduled waits for it, while tokio's global
+//! queue lets the other worker take it). So the runtimes run in
+//! `--rounds` interleaved rounds (ABBA), and the table reports, per round,
+//! the p99 and the share of the workers' time they spent runnable but
+//! waiting for a CPU in the kernel (`/proc/self/task/*/schedstat`) — trust
+//! rounds with a low OS wait. The generator asks the kernel for a 100 µs
+//! slice (`sched_setattr`, Linux 6.12+) so that it sends on time while the
+//! workers saturate the CPUs; its send lag is reported too.
+//!
+//! **Transport.** `--transport tcp` sends the requests over one loopback
+//! TCP connection per handler instead, through each runtime's I/O
+//! reactor. tokio's workers poll their I/O driver whenever they run out of
+//! local work (once per round here); eevdf-rt's busy workers never poll
+//! the reactor themselves — under full load the ticker thread polls it
+//! once per tick (1 ms) — so a request waits for the next tick before its
+//! handler is even woken. `--tick-us 100` shortens that wait.
 
 use clap::{Parser, ValueEnum};
 use eevdf_rt::sched::Features;
@@ -54,6 +76,7 @@ use examples::work::{burn, Calibration, Counters};
 use examples::{cli, os, plot};
 use hdrhistogram::Histogram;
 use std::hint::black_box;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,6 +113,10 @@ struct Args {
     /// eevdf-rt: the handlers' nice level (-20 ..= 19)
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     handler_nice: i32,
+    /// eevdf-rt: the preemption tick in µs (100 ..= 1000000); under full load
+    /// the I/O reactor is also polled once per tick
+    #[arg(long, default_value_t = 1000)]
+    tick_us: u64,
     /// CPU-bound batch jobs [default: 4 per worker]
     #[arg(long)]
     batch_jobs: Option<usize>,
@@ -102,12 +129,27 @@ struct Args {
     /// eevdf-rt scheduler features, sched_features syntax ("NO_PREEMPT_SHORT,TICK_ELIGIBLE")
     #[arg(long, default_value = "")]
     features: String,
+    /// Leave both runtimes' worker threads unpinned (by default each runtime
+    /// pins worker i to the i-th allowed CPU: eevdf-rt's default, applied
+    /// to tokio's workers too so that both meet the same kernel placement)
+    #[arg(long)]
+    no_pin: bool,
     /// Which runtimes to run
     #[arg(long, value_enum, default_value_t = Which::Both)]
     runtime: Which,
+    /// How requests reach the handlers: in-memory channels, or one loopback
+    /// TCP connection per handler (through each runtime's I/O reactor)
+    #[arg(long, value_enum, default_value_t = Transport::Channel)]
+    transport: Transport,
     /// Write an SVG plot: latency percentiles per runtime (log scale) and batch throughput
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Transport {
+    Channel,
+    Tcp,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -132,6 +174,9 @@ struct Plan {
     handler_nice: i32,
     batch_nice: i32,
     features: String,
+    transport: Transport,
+    pin: bool,
+    tick: Duration,
 }
 
 impl Plan {
@@ -174,6 +219,8 @@ impl Plan {
         };
         let handler_nice = cli::check_range("--handler-nice", a.handler_nice, -20..=19)?;
         let batch_nice = cli::check_range("--batch-nice", a.batch_nice, -20..=19)?;
+        let tick =
+            Duration::from_micros(cli::check_range("--tick-us", a.tick_us, 100..=1_000_000)?);
         Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
         let cal = Calibration::measure();
         Ok(Plan {
@@ -189,6 +236,9 @@ impl Plan {
             handler_nice,
             batch_nice,
             features: a.features.clone(),
+            transport: a.transport,
+            pin: !a.no_pin,
+            tick,
         })
     }
 }
@@ -196,6 +246,54 @@ impl Plan {
 /// One request: when the generator meant to send it.
 struct Request {
     intended: Instant,
+}
+
+/// Where the generator sends requests (one entry per handler).
+enum Outbox {
+    Green(Vec<channel::Sender<Request>>),
+    Tokio(Vec<tokio::sync::mpsc::UnboundedSender<Request>>),
+    /// Blocking `std` sockets; a request is its intended time as
+    /// nanoseconds since the run's start, 8 bytes little-endian.
+    Tcp {
+        start: Instant,
+        streams: Vec<std::net::TcpStream>,
+    },
+}
+
+impl Outbox {
+    fn send(&mut self, handler: usize, req: Request) {
+        // A handler only goes away by panicking (joining it reports that)
+        // or after the run: a failed send is not an error here.
+        match self {
+            Outbox::Green(tx) => drop(tx[handler].send(req)),
+            Outbox::Tokio(tx) => drop(tx[handler].send(req)),
+            Outbox::Tcp { start, streams } => {
+                let ns = (req.intended - *start).as_nanos() as u64;
+                drop(streams[handler].write_all(&ns.to_le_bytes()));
+            }
+        }
+    }
+}
+
+/// `n` loopback TCP connections: (generator end, handler end).
+fn tcp_pairs(n: usize) -> std::io::Result<Vec<(std::net::TcpStream, std::net::TcpStream)>> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    (0..n)
+        .map(|_| {
+            let out = std::net::TcpStream::connect(addr)?;
+            out.set_nodelay(true)?;
+            let (inn, _) = l.accept()?;
+            Ok((out, inn))
+        })
+        .collect()
+}
+
+/// Decodes a request read from a TCP transport.
+fn decode(start: Instant, bytes: [u8; 8]) -> Request {
+    Request {
+        intended: start + Duration::from_nanos(u64::from_le_bytes(bytes)),
+    }
 }
 
 /// A point in time at a window boundary.
@@ -267,7 +365,7 @@ impl Outcome {
 fn generate(
     plan: &Plan,
     start: Instant,
-    mut send: impl FnMut(usize, Request) + Send,
+    mut outbox: Outbox,
     mark: impl Fn() -> Mark + Send,
 ) -> (Histogram<u64>, Mark, Mark) {
     let generator = move || {
@@ -291,11 +389,13 @@ fn generate(
             if intended >= measure_from {
                 hist::record(&mut lag, intended.elapsed());
             }
-            send(i as usize % plan.handlers, Request { intended });
+            outbox.send(i as usize % plan.handlers, Request { intended });
         }
         sleep_until(end);
         let first = first.unwrap_or_else(&mark);
-        (lag, first, mark())
+        let last = mark();
+        drop(outbox); // end of input: the handlers finish
+        (lag, first, last)
     };
     std::thread::scope(|s| {
         std::thread::Builder::new()
@@ -356,10 +456,23 @@ fn outcome(
     o
 }
 
+/// A handler green thread's options: the latency request (slice, nice).
+fn green_handler(plan: &Plan, h: usize) -> eevdf_rt::task::Builder {
+    let b = eevdf_rt::task::Builder::new()
+        .name(format!("handler-{h}"))
+        .nice(plan.handler_nice);
+    match plan.handler_slice {
+        Some(s) => b.slice(s),
+        None => b,
+    }
+}
+
 fn run_green(plan: &Plan) -> Result<Outcome, String> {
     let rt = eevdf_rt::Builder::new()
         .workers(plan.workers)
         .thread_name(GREEN_THREADS)
+        .pin_workers(plan.pin)
+        .tick(plan.tick)
         .features(&plan.features)
         .build()
         .map_err(|e| e.to_string())?;
@@ -388,46 +501,61 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
         batch.push(job);
     }
 
-    let mut senders = Vec::with_capacity(plan.handlers);
     let mut handlers = Vec::with_capacity(plan.handlers);
-    for h in 0..plan.handlers {
-        let (tx, rx) = channel::unbounded::<Request>();
-        let mut b = eevdf_rt::task::Builder::new()
-            .name(format!("handler-{h}"))
-            .nice(plan.handler_nice);
-        if let Some(s) = plan.handler_slice {
-            b = b.slice(s);
+    let outbox = match plan.transport {
+        Transport::Channel => {
+            let mut senders = Vec::with_capacity(plan.handlers);
+            for h in 0..plan.handlers {
+                let (tx, rx) = channel::unbounded::<Request>();
+                let iters = plan.request_iters;
+                let handler = green_handler(plan, h)
+                    .spawn_on(&rt, move || {
+                        let mut lat = hist::new();
+                        for req in rx {
+                            handle(req, iters, measure_from, &mut lat);
+                        }
+                        lat
+                    })
+                    .map_err(spawn_err)?;
+                senders.push(tx);
+                handlers.push(handler);
+            }
+            Outbox::Green(senders)
         }
-        let iters = plan.request_iters;
-        let handler = b
-            .spawn_on(&rt, move || {
-                let mut lat = hist::new();
-                for req in rx {
-                    handle(req, iters, measure_from, &mut lat);
-                }
-                lat
-            })
-            .map_err(spawn_err)?;
-        senders.push(tx);
-        handlers.push(handler);
-    }
+        Transport::Tcp => {
+            let mut streams = Vec::with_capacity(plan.handlers);
+            for (h, (out, inn)) in tcp_pairs(plan.handlers)
+                .map_err(|e| format!("loopback TCP: {e}"))?
+                .into_iter()
+                .enumerate()
+            {
+                let mut inn = eevdf_rt::net::TcpStream::from_std(inn)
+                    .map_err(|e| format!("eevdf-rt TcpStream: {e}"))?;
+                let iters = plan.request_iters;
+                let handler = green_handler(plan, h)
+                    .spawn_on(&rt, move || {
+                        let mut lat = hist::new();
+                        let mut buf = [0u8; 8];
+                        while inn.read_exact(&mut buf).is_ok() {
+                            handle(decode(start, buf), iters, measure_from, &mut lat);
+                        }
+                        lat
+                    })
+                    .map_err(spawn_err)?;
+                streams.push(out);
+                handlers.push(handler);
+            }
+            Outbox::Tcp { start, streams }
+        }
+    };
 
-    let (send_lag, first, last) = generate(
-        plan,
-        start,
-        |h, req| {
-            // A handler only goes away by panicking; join reports that.
-            let _ = senders[h].send(req);
-        },
-        || Mark {
-            at: Instant::now(),
-            units: counters.sum(),
-            stats: Some(rt.stats().total()),
-            run_delay: os::threads_run_delay(GREEN_THREADS),
-        },
-    );
+    let (send_lag, first, last) = generate(plan, start, outbox, || Mark {
+        at: Instant::now(),
+        units: counters.sum(),
+        stats: Some(rt.stats().total()),
+        run_delay: os::threads_run_delay(GREEN_THREADS),
+    });
     stop.store(true, Ordering::Relaxed);
-    drop(senders);
     let mut lats = Vec::with_capacity(handlers.len());
     for h in handlers {
         lats.push(h.join().map_err(|_| "a green handler panicked")?);
@@ -446,12 +574,25 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
 }
 
 fn run_tokio(plan: &Plan) -> Result<Outcome, String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
         .worker_threads(plan.workers)
         .thread_name(TOKIO_THREADS)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tokio: {e}"))?;
+        .enable_all();
+    if plan.pin {
+        // Like eevdf-rt: the i-th thread started on the i-th allowed CPU
+        // (round-robin). Only worker threads start here: nothing in this
+        // program uses tokio's blocking pool.
+        let cpus = os::allowed_cpus();
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        builder.on_thread_start(move || {
+            if !cpus.is_empty() {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let _ = os::pin_current_thread(cpus[i % cpus.len()]);
+            }
+        });
+    }
+    let rt = builder.build().map_err(|e| format!("tokio: {e}"))?;
     let start = Instant::now() + Duration::from_millis(20);
     let measure_from = start + plan.warmup;
     let counters = Arc::new(Counters::new(plan.batch_jobs));
@@ -472,48 +613,68 @@ fn run_tokio(plan: &Plan) -> Result<Outcome, String> {
         })
         .collect();
 
-    let mut senders = Vec::with_capacity(plan.handlers);
+    let iters = plan.request_iters;
     let mut handlers = Vec::with_capacity(plan.handlers);
-    for _ in 0..plan.handlers {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Request>();
-        let iters = plan.request_iters;
-        handlers.push(rt.spawn(async move {
-            let mut lat = hist::new();
-            while let Some(req) = rx.recv().await {
-                handle(req, iters, measure_from, &mut lat);
+    let outbox = match plan.transport {
+        Transport::Channel => {
+            let mut senders = Vec::with_capacity(plan.handlers);
+            for _ in 0..plan.handlers {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Request>();
+                handlers.push(rt.spawn(async move {
+                    let mut lat = hist::new();
+                    while let Some(req) = rx.recv().await {
+                        handle(req, iters, measure_from, &mut lat);
+                    }
+                    Ok(lat)
+                }));
+                senders.push(tx);
             }
-            lat
-        }));
-        senders.push(tx);
-    }
+            Outbox::Tokio(senders)
+        }
+        Transport::Tcp => {
+            let mut streams = Vec::with_capacity(plan.handlers);
+            for (out, inn) in tcp_pairs(plan.handlers).map_err(|e| format!("loopback TCP: {e}"))? {
+                inn.set_nonblocking(true)
+                    .map_err(|e| format!("loopback TCP: {e}"))?;
+                handlers.push(rt.spawn(async move {
+                    use tokio::io::AsyncReadExt;
+                    let mut inn = tokio::net::TcpStream::from_std(inn)?;
+                    let mut lat = hist::new();
+                    let mut buf = [0u8; 8];
+                    while inn.read_exact(&mut buf).await.is_ok() {
+                        handle(decode(start, buf), iters, measure_from, &mut lat);
+                    }
+                    Ok(lat)
+                }));
+                streams.push(out);
+            }
+            Outbox::Tcp { start, streams }
+        }
+    };
 
-    let (send_lag, first, last) = generate(
-        plan,
-        start,
-        |h, req| {
-            let _ = senders[h].send(req);
-        },
-        || Mark {
-            at: Instant::now(),
-            units: counters.sum(),
-            stats: None,
-            run_delay: os::threads_run_delay(TOKIO_THREADS),
-        },
-    );
+    let (send_lag, first, last) = generate(plan, start, outbox, || Mark {
+        at: Instant::now(),
+        units: counters.sum(),
+        stats: None,
+        run_delay: os::threads_run_delay(TOKIO_THREADS),
+    });
     stop.store(true, Ordering::Relaxed);
-    drop(senders);
-    let lats = rt
-        .block_on(async {
-            let mut lats = Vec::with_capacity(handlers.len());
-            for h in handlers {
-                lats.push(h.await?);
-            }
-            for b in batch {
-                black_box(b.await?);
-            }
-            Ok::<_, tokio::task::JoinError>(lats)
-        })
-        .map_err(|e| format!("a tokio task failed: {e}"))?;
+    let lats = rt.block_on(async {
+        let mut lats = Vec::with_capacity(handlers.len());
+        for h in handlers {
+            let lat: std::io::Result<Histogram<u64>> = h
+                .await
+                .map_err(|e| format!("a tokio handler failed: {e}"))?;
+            lats.push(lat.map_err(|e| format!("tokio TcpStream: {e}"))?);
+        }
+        for b in batch {
+            black_box(
+                b.await
+                    .map_err(|e| format!("a tokio batch job failed: {e}"))?,
+            );
+        }
+        Ok::<_, String>(lats)
+    })?;
     Ok(outcome(
         "tokio",
         plan.workers,
@@ -593,13 +754,17 @@ fn run(args: &Args, plan: &Plan) -> Result<(), String> {
 fn print_header(args: &Args, plan: &Plan) {
     let load = args.rate * args.request_us / 1e6;
     println!(
-        "latency_service: {} workers; {} req/s × {} µs CPU on {} handlers ({:.0}% of one core); \
+        "latency_service: {} workers; {} req/s × {} µs CPU on {} handlers ({:.0}% of one core) via {}; \
          {} batch jobs × {} µs units",
         plan.workers,
         args.rate,
         args.request_us,
         plan.handlers,
         load * 100.0,
+        match plan.transport {
+            Transport::Channel => "channels",
+            Transport::Tcp => "loopback TCP",
+        },
         plan.batch_jobs,
         args.batch_unit_us,
     );
@@ -614,11 +779,12 @@ fn print_header(args: &Args, plan: &Plan) {
         println!("  warning: requests alone need more CPU than the workers have; latency will grow without bound");
     }
     println!(
-        "  eevdf-rt: handlers slice {}, nice {}; batch nice {}, preempt_point() between units; features {}",
+        "  eevdf-rt: handlers slice {}, nice {}; batch nice {}, preempt_point() between units; tick {} µs; features {}",
         plan.handler_slice
             .map_or("base".to_string(), |s| format!("{} µs", s.as_micros())),
         plan.handler_nice,
         plan.batch_nice,
+        plan.tick.as_micros(),
         Features::parse(&plan.features)
             .map(|f| f.diff_from_default())
             .unwrap_or_default(),
@@ -626,6 +792,14 @@ fn print_header(args: &Args, plan: &Plan) {
     println!(
         "  tokio:    multi-thread, {} workers, yield_now().await between units",
         plan.workers
+    );
+    println!(
+        "  workers:  {} (both runtimes)",
+        if plan.pin {
+            "pinned one per CPU"
+        } else {
+            "unpinned"
+        }
     );
     // Probe on a scratch thread: the slice must not leak into threads
     // this one starts later (the runtimes' workers).

@@ -86,3 +86,34 @@ pub fn threads_run_delay(prefix: &str) -> Option<Duration> {
     }
     found.then(|| Duration::from_nanos(total))
 }
+
+/// The CPUs this process may run on, in ascending order.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: `set` is a plain bitmask that sched_getaffinity fills in; it
+    // is as large as the size we pass.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Pins the calling thread to CPU `cpu` (as eevdf-rt pins its workers).
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    // SAFETY: `set` is a zeroed cpu_set_t with one bit set by CPU_SET,
+    // which bounds-checks `cpu`; pid 0 is the calling thread.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

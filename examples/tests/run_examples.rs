@@ -135,6 +135,8 @@ fn latency_service() {
     let out = run_ok(
         "latency_service",
         &[
+            "--rounds",
+            "1",
             "--duration",
             "0.2",
             "--warmup",
@@ -170,7 +172,27 @@ fn latency_service() {
             "0",
         ],
     );
+    run_ok(
+        "latency_service",
+        &[
+            "--transport",
+            "tcp",
+            "--tick-us",
+            "200",
+            "--no-pin",
+            "--rounds",
+            "2",
+            "--duration",
+            "0.1",
+            "--warmup",
+            "0.02",
+            "--rate",
+            "1000",
+        ],
+    );
     run_bad("latency_service", &["--features", "NO_SUCH_FEATURE"]);
+    run_bad("latency_service", &["--tick-us", "10"]);
+    run_bad("latency_service", &["--transport", "carrier-pigeon"]);
     run_bad("latency_service", &["--rate", "abc"]);
     run_bad("latency_service", &["--handler-slice-us", "5"]);
     run_bad("latency_service", &["--duration", "-1"]);

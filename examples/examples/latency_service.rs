@@ -886,7 +886,7 @@ per round: p99 (workers' OS wait)"
             println!(
                 "\n{} counters per second: context_switches {:.0}, preemptions {:.0}, \
                  wakeups_remote_queued {:.0}, wakeups_remote_inline {:.0}, \
-                 delayed_wakeups {:.0}, tick_preemptions {:.0}",
+                 delayed_wakeups {:.0}, tick_preemptions {:.0}, protection_shortened {:.0}",
                 o.name,
                 per_s(s.context_switches),
                 per_s(s.preemptions),
@@ -894,6 +894,7 @@ per round: p99 (workers' OS wait)"
                 per_s(s.wakeups_remote_inline),
                 per_s(s.delayed_wakeups),
                 per_s(s.tick_preemptions),
+                per_s(s.protection_shortened),
             );
         }
     }

@@ -62,6 +62,17 @@ pub fn set_kernel_slice(slice: Duration) -> io::Result<()> {
 /// rest of the machine (other processes, this process's other threads)
 /// delayed them. `None` if schedstats are unavailable.
 pub fn threads_run_delay(prefix: &str) -> Option<Duration> {
+    threads_schedstat(prefix, 1)
+}
+
+/// CPU time the calling process's threads whose name starts with `prefix`
+/// have used (`/proc/self/task/*/schedstat`, first field), summed.
+pub fn threads_cpu_time(prefix: &str) -> Option<Duration> {
+    threads_schedstat(prefix, 0)
+}
+
+/// Sums field `field` of `schedstat` over the matching threads.
+fn threads_schedstat(prefix: &str, field: usize) -> Option<Duration> {
     let mut total = 0u64;
     let mut found = false;
     for entry in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
@@ -75,12 +86,12 @@ pub fn threads_run_delay(prefix: &str) -> Option<Duration> {
         let Ok(stat) = std::fs::read_to_string(dir.join("schedstat")) else {
             continue;
         };
-        if let Some(delay) = stat
+        if let Some(v) = stat
             .split_whitespace()
-            .nth(1)
+            .nth(field)
             .and_then(|v| v.parse::<u64>().ok())
         {
-            total += delay;
+            total += v;
             found = true;
         }
     }

@@ -17,7 +17,7 @@ pub struct Side<'a> {
 }
 
 /// Draws, side by side, every side's latency percentiles (x: percentile on
-/// a "nines" scale, 50 … 99.99; y: µs, log scale) and a bar per side of
+/// a "nines" scale, p0 … p99.99; y: µs, log scale) and a bar per side of
 /// `throughput_desc`.
 pub fn latency_and_throughput(
     path: &Path,
@@ -26,11 +26,6 @@ pub fn latency_and_throughput(
     sides: &[Side<'_>],
 ) -> Result<(), String> {
     draw(path, title, throughput_desc, sides).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Percentile → position on the "nines" axis: 50 → 0.3, 90 → 1, 99 → 2 …
-fn nines(q: f64) -> f64 {
-    -(1.0 - q).log10()
 }
 
 fn draw(
@@ -44,13 +39,14 @@ fn draw(
     let root = root.titled(title, ("sans-serif", 20))?;
     let (left, right) = root.split_horizontally(760);
 
-    // Curves: from p50 to the deepest percentile with at least ~10 samples beyond it.
+    // Curves on a "nines" axis (x = −log10(1 − q): p90 at 1, p99 at 2 …),
+    // from p0 to the deepest percentile with at least ~10 samples beyond it.
     let max_nines = sides
         .iter()
         .map(|s| (s.latency.len().max(1) as f64 / 10.0).log10())
         .fold(1.0f64, f64::max)
         .clamp(1.0, 5.0);
-    let x_lo = nines(0.5);
+    let x_lo = 0.0; // p0: the minimum
     let mut curves = Vec::new();
     for s in sides.iter().filter(|s| !s.latency.is_empty()) {
         let pts: Vec<(f64, f64)> = (0..=200)
@@ -83,14 +79,15 @@ fn draw(
         .configure_mesh()
         .x_desc("percentile")
         .y_desc("latency (µs, log scale)")
-        .x_labels(12)
+        .light_line_style(TRANSPARENT)
+        .x_labels(max_nines.ceil() as usize + 1)
         .x_label_formatter(&|x: &f64| {
-            // Label only the familiar percentiles.
-            [50.0, 90.0, 99.0, 99.9, 99.99, 99.999]
-                .iter()
-                .find(|p| (nines(**p / 100.0) - x).abs() < 0.08)
-                .map(|p| format!("p{p}"))
-                .unwrap_or_default()
+            // Whole numbers of nines: p0, p90, p99, p99.9 …
+            match x.round() as i32 {
+                _ if (x - x.round()).abs() > 1e-6 => String::new(),
+                0 => "p0".into(),
+                n => format!("p{}", 100.0 - 100.0 * 10f64.powi(-n)),
+            }
         })
         .y_label_formatter(&|y: &f64| format!("{y:.0}"))
         .draw()?;
@@ -120,6 +117,7 @@ fn draw(
         .build_cartesian_2d(-0.5f64..n - 0.5, 0.0..top)?;
     bars.configure_mesh()
         .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
         .x_labels(sides.len() * 2 + 1)
         .x_label_formatter(&move |x: &f64| {
             let i = x.round();

@@ -18,17 +18,27 @@
 //!   the time from the post to the wakee running;
 //! * **sleepers** (`--sleepers`): cyclictest-style tasks that sleep
 //!   `--sleep-us`, then burn 10 µs; their latency is how late they wake;
-//! * **CPU hogs** (`--hogs`): 50 µs work units with `preempt_point()`
-//!   between them; they keep every worker busy so that wakeups must
-//!   preempt (or wait for the end of slice protection, RUN_TO_PARITY).
+//! * **CPU hogs** (`--hogs`), all pinned to worker 0: 50 µs work units
+//!   with `preempt_point()` between them. Worker 0 is always busy, so
+//!   wakeups there must preempt (or wait for the end of slice protection,
+//!   RUN_TO_PARITY), and pair tasks on it compete with the hogs and often
+//!   block while ineligible (delayed dequeue); the other workers run only
+//!   pairs and sleepers and keep going idle, so wakes to them take the
+//!   wakelist. Both remote-wake paths are exercised.
 //!
-//! What the default sets show: `NO_DELAY_DEQUEUE` — no delayed dequeues, so
-//! the wakes of pairs that blocked while ineligible stop being done inline
-//! under the owner's lock (`delayed_wakeups` → 0, `wakeups_remote_inline`
-//! falls); `TTWU_QUEUE_DELAYED` — the same wakes go through the wakelist
-//! instead; `NO_TTWU_QUEUE` — every remote wake is inline; and
-//! `NO_RUN_TO_PARITY` — woken tasks preempt the hogs at once (more
-//! `preemptions`, lower wake latency, less hog throughput).
+//! What the default sets show (the counters, more than the throughput,
+//! which moves by ±10% from run to run on a shared machine):
+//! `NO_DELAY_DEQUEUE` — no delayed dequeues, hence no wakeups of delayed
+//! tasks, which a remote waker otherwise performs inline under the owner's
+//! run-queue lock (`delayed_wakeups` → 0); `TTWU_QUEUE_DELAYED` — those
+//! wakes go through the owner's wakelist instead (`wakeups_remote_queued`
+//! up, `wakeups_remote_inline` down, and the wakee waits until its owner
+//! drains the list); `NO_TTWU_QUEUE` — every remote wake is inline
+//! (`wakeups_remote_queued` → 0); `NO_RUN_TO_PARITY` — the hogs are
+//! preempted more often (`preemptions` up). The `workers' OS wait` and
+//! `ticker thread CPU` rows show how much the kernel delayed the workers
+//! and what the runtime's ticker thread (which delivers the sleepers'
+//! timers on busy workers) cost.
 //!
 //! Each set runs on a fresh runtime (so counters start at zero and no
 //! delayed state leaks from one set into the next); with `--rounds N` the

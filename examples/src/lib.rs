@@ -1,1 +1,14 @@
-//! Shared helpers for the example programs.
+//! Shared helpers for the example programs: calibrated CPU work
+//! ([`work`]), latency histograms and their printing ([`hist`]), exiting
+//! with a clear message on bad input ([`cli`]) and the few thread-tuning
+//! system calls the load generators make ([`os`]).
+//!
+//! Nothing here knows about a particular runtime: every example uses the
+//! same helpers for its eevdf-rt and its tokio (or OS-thread) side, so
+//! the sides differ only in how they schedule.
+
+pub mod cli;
+pub mod hist;
+pub mod os;
+pub mod plot;
+pub mod work;

@@ -1,0 +1,46 @@
+//! Command-line conventions shared by the examples: usage errors (clap's
+//! own, and the checks an example adds) print one clear line and exit with
+//! status 2; help exits 0. No example panics on bad input.
+
+use std::fmt::Display;
+use std::process::ExitCode;
+
+/// Parses the arguments with clap; on a usage error prints clap's message
+/// and exits with status 2 (help and version print and exit 0).
+pub fn parse<P: clap::Parser>() -> P {
+    P::try_parse().unwrap_or_else(|e| e.exit())
+}
+
+/// An input error: prints `NAME: MSG` to stderr and returns exit status 2.
+pub fn usage_error(example: &str, msg: impl Display) -> ExitCode {
+    eprintln!("{example}: {msg}");
+    ExitCode::from(2)
+}
+
+/// Checks that `v` is in `range`, naming the option in the error.
+pub fn check_range<T: PartialOrd + Display>(
+    option: &str,
+    v: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T, String> {
+    if range.contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{option} {v} is out of range ({} ..= {})",
+            range.start(),
+            range.end()
+        ))
+    }
+}
+
+/// Parses a positive, finite number of seconds (`--duration 1.5`).
+pub fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 3600.0) {
+        return Err(format!("`{s}`: seconds must be in (0, 3600]"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v))
+}

@@ -1,0 +1,272 @@
+//! Runs every example binary briefly with small parameters and checks that
+//! it exits 0 (and that bad input exits 2 with a message, not a panic).
+//!
+//! Finding the binaries: the examples are built by the same `cargo` that
+//! runs this test, into `<target>/<profile>/examples/NAME`, next to this
+//! test's own `<target>/<profile>/deps/` directory. `cargo test` builds
+//! example targets, but only when no target filter is given (`cargo test
+//! --test run_examples` builds just this file), and a filtered run could
+//! find stale binaries. So before the first example runs, the test runs
+//! `$CARGO build -p examples --examples` with this test's profile and
+//! target directory (and `--target` triple, if any): a no-op when `cargo
+//! test` has just built them, a build otherwise. Cargo does not hold the
+//! build lock while tests run, so the nested build cannot deadlock.
+//!
+//! The examples run one at a time (they pin their runtimes' workers to the
+//! same cores); the whole file takes a few seconds.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+/// Where the example binaries are, built and fresh.
+fn examples_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        // <target>[/<triple>]/<profile>/deps/run_examples-HASH
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary lives in <profile>/deps");
+        let profile = profile_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("a profile directory name");
+        let up = profile_dir.parent().expect("a target directory");
+        let (target_dir, triple) = if up.join("CACHEDIR.TAG").exists() {
+            (up, None)
+        } else {
+            let triple = up.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+            (
+                up.parent().expect("a target directory above the triple"),
+                triple,
+            )
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", "examples", "--examples"])
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        match profile {
+            "debug" => {}
+            "release" => {
+                cmd.arg("--release");
+            }
+            other => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        if let Some(t) = triple {
+            cmd.args(["--target", &t]);
+        }
+        let out = cmd.output().expect("running cargo build for the examples");
+        assert!(
+            out.status.success(),
+            "building the examples failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        profile_dir.join("examples")
+    })
+}
+
+/// Runs example `name` with `args`, one example at a time.
+fn run(name: &str, args: &[&str]) -> Output {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let dir = examples_dir();
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let t = Instant::now();
+    let out = Command::new(dir.join(name))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", dir.join(name).display()));
+    eprintln!("{name} {args:?}: {:?} in {:.2?}", out.status, t.elapsed());
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Runs and asserts exit 0; returns stdout.
+fn run_ok(name: &str, args: &[&str]) -> String {
+    let o = run(name, args);
+    assert!(
+        o.status.success(),
+        "{name} {args:?} failed with {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout(&o)
+}
+
+/// Runs and asserts exit 2 with a message on stderr and no panic.
+fn run_bad(name: &str, args: &[&str]) {
+    let o = run(name, args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{name} {args:?} should exit 2; stderr:\n{err}"
+    );
+    assert!(!err.trim().is_empty(), "{name} {args:?}: no message");
+    assert!(
+        !err.contains("panicked"),
+        "{name} {args:?} panicked:\n{err}"
+    );
+}
+
+#[test]
+fn simulate() {
+    let out = run_ok("simulate", &["--ms", "50", "--timeline-ms", "2"]);
+    assert!(out.contains("EEVDF simulation"), "{out}");
+    run_bad("simulate", &["--task", "x"]);
+    run_bad("simulate", &["--features", "NO_SUCH_FEATURE"]);
+}
+
+#[test]
+fn latency_service() {
+    let svg = std::env::temp_dir().join(format!("latency_service-{}.svg", std::process::id()));
+    let svg_arg = svg.to_str().expect("a UTF-8 temp path");
+    let out = run_ok(
+        "latency_service",
+        &[
+            "--rounds",
+            "1",
+            "--duration",
+            "0.2",
+            "--warmup",
+            "0.05",
+            "--rate",
+            "1000",
+            "--plot",
+            svg_arg,
+        ],
+    );
+    for row in ["latency p99", "batch units/s", "eevdf-rt", "tokio"] {
+        assert!(out.contains(row), "no `{row}` in:\n{out}");
+    }
+    let plot = std::fs::read_to_string(&svg).expect("the plot was written");
+    let _ = std::fs::remove_file(&svg);
+    assert!(plot.contains("<svg"), "not an SVG");
+    run_ok(
+        "latency_service",
+        &[
+            "--runtime",
+            "green",
+            "--duration",
+            "0.1",
+            "--warmup",
+            "0.02",
+            "--handler-slice-us",
+            "0",
+            "--handler-nice",
+            "-5",
+            "--features",
+            "NO_PREEMPT_SHORT",
+            "--batch-jobs",
+            "0",
+        ],
+    );
+    run_ok(
+        "latency_service",
+        &[
+            "--transport",
+            "tcp",
+            "--tick-us",
+            "200",
+            "--no-pin",
+            "--rounds",
+            "2",
+            "--duration",
+            "0.1",
+            "--warmup",
+            "0.02",
+            "--rate",
+            "1000",
+        ],
+    );
+    run_bad("latency_service", &["--features", "NO_SUCH_FEATURE"]);
+    run_bad("latency_service", &["--tick-us", "10"]);
+    run_bad("latency_service", &["--transport", "carrier-pigeon"]);
+    run_bad("latency_service", &["--rate", "abc"]);
+    run_bad("latency_service", &["--handler-slice-us", "5"]);
+    run_bad("latency_service", &["--duration", "-1"]);
+    run_bad("latency_service", &["--bogus"]);
+}
+
+#[test]
+fn echo_server() {
+    let out = run_ok("echo_server", &["--clients", "4", "--requests", "50"]);
+    assert!(out.contains("every byte verified"), "{out}");
+    run_ok(
+        "echo_server",
+        &[
+            "--client-threads",
+            "--clients",
+            "3",
+            "--requests",
+            "20",
+            "--size",
+            "3000",
+        ],
+    );
+    run_bad("echo_server", &["--size", "0"]);
+    run_bad("echo_server", &["--clients", "many"]);
+    run_bad("echo_server", &["--connect", "not an address"]);
+    run_bad(
+        "echo_server",
+        &["--listen", "127.0.0.1:0", "--connect", "127.0.0.1:1"],
+    );
+}
+
+/// `--connect` against an external echo server (std, on OS threads here).
+#[test]
+fn echo_server_connect() {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr").to_string();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut r = &s;
+                let mut w = &s;
+                let _ = std::io::copy(&mut r, &mut w);
+            });
+        }
+    });
+    for extra in [&[][..], &["--client-threads"][..]] {
+        let mut args = vec!["--connect", &addr, "--clients", "2", "--requests", "20"];
+        args.extend_from_slice(extra);
+        let out = run_ok("echo_server", &args);
+        assert!(out.contains("every byte verified"), "{out}");
+    }
+}
+
+#[test]
+fn feature_ab() {
+    let out = run_ok(
+        "feature_ab",
+        &[
+            "--duration",
+            "0.05",
+            "--warmup",
+            "0.02",
+            "--sets",
+            "default;NO_TTWU_QUEUE;TTWU_QUEUE_DELAYED,NO_RUN_TO_PARITY",
+        ],
+    );
+    for row in ["round trips/s", "wakeups_remote_queued", "NO_TTWU_QUEUE"] {
+        assert!(out.contains(row), "no `{row}` in:\n{out}");
+    }
+    run_bad("feature_ab", &["--sets", "default;NO_SUCH_FEATURE"]);
+    run_bad("feature_ab", &["--sets", ";"]);
+    run_bad(
+        "feature_ab",
+        &["--pairs", "0", "--sleepers", "0", "--hogs", "0"],
+    );
+    run_bad("feature_ab", &["--rounds", "0"]);
+}

@@ -44,15 +44,18 @@
 //!    directly, with no extra thread in between, and when that worker
 //!    dispatches, it is the waker (an idle one: placement often picks it,
 //!    and then the wake is a local inline enqueue, no kick at all).
-//! 3. **The ticker**, under load. When no worker is blocked in the reactor
-//!    (all are running or polling), the ticker thread — which wakes every
-//!    tick exactly while some worker is busy — polls the reactor without
-//!    blocking on each tick. Readiness is noticed within one tick under
-//!    full load, without adding a syscall to any worker's preemption
-//!    points (the alternative, busy workers polling at their ticks, would
-//!    put an `epoll_wait` on the switch path of the very threads that have
-//!    work to do). Its wakes are remote wakes from outside the runtime
-//!    (wakelist push; no syscall, since the target is not parked).
+//! 3. **The ticker**, under load. While some worker is busy, the ticker
+//!    thread sleeps between its ticks and timers *in the reactor*, holding
+//!    the poller role if no parked worker has it (`time::ticker::sleep`), so
+//!    readiness is dispatched at once: a wakelist push plus the busy
+//!    worker's WAKELIST flag, seen at its next preemption point (tens of µs
+//!    in practice, instead of a tick). A poke of the ticker writes the
+//!    reactor's eventfd. When the ticker would hold the role while every
+//!    worker goes to sleep, it wakes one of them first, which then parks in
+//!    the reactor (a worker parked there is woken directly by readiness, no
+//!    thread in between). The ticker also polls without blocking once per
+//!    tick when it cannot be the poller. No `epoll_wait` is added to any
+//!    worker's preemption points.
 //!
 //! Only one thread polls at a time (the poll lock; idle and tick polls use
 //! `try_lock` and skip if someone is polling).

@@ -367,7 +367,25 @@ impl Reactor {
         }
     }
 
-    /// Claims the poller role; at most one worker holds it.
+    /// Whether any descriptor is registered.
+    #[inline]
+    pub(crate) fn has_registrations(&self) -> bool {
+        self.registered.load(Ordering::Relaxed) > 0
+    }
+
+    /// Whether some thread holds the poller role.
+    #[inline]
+    pub(crate) fn poller_held(&self) -> bool {
+        self.poller.load(Ordering::SeqCst)
+    }
+
+    /// Interrupts a blocked poller (the reactor's eventfd waker).
+    #[inline]
+    pub(crate) fn wake_poller(&self) {
+        let _ = self.waker.wake();
+    }
+
+    /// Claims the poller role; at most one worker (or the ticker) holds it.
     #[inline]
     pub(crate) fn try_claim_poller(&self) -> bool {
         !self.poller.load(Ordering::Relaxed)

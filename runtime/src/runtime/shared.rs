@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) ticker_state: AtomicU32,
     /// The ticker's futex word: bumped to wake it (see `time::ticker`).
     pub(crate) ticker_seq: AtomicU32,
+    /// The ticker sleeps in the I/O reactor (a poke must write its eventfd).
+    pub(crate) ticker_in_reactor: AtomicBool,
     /// When the ticker plans to wake next (ns).
     pub(crate) ticker_deadline: AtomicU64,
     pub(crate) external: Counters,
@@ -67,6 +69,7 @@ impl Shared {
             ticker_state: AtomicU32::new(0),
             ticker_seq: AtomicU32::new(0),
             ticker_deadline: AtomicU64::new(0),
+            ticker_in_reactor: AtomicBool::new(false),
             external: Counters::new(),
             next_task_id: AtomicU64::new(1),
             spawn_cursor: AtomicUsize::new(0),

@@ -123,13 +123,38 @@ pub(crate) fn ticker_main(sh: Arc<Shared>) {
         }
         let now = clock::now();
         if wake_at > now {
-            futex::wait(
-                &sh.ticker_seq,
-                seq,
-                Some(Duration::from_nanos(wake_at - now)),
-            );
+            sleep(&sh, seq, Duration::from_nanos(wake_at - now));
         }
     }
+}
+
+/// The ticker's sleep until its next tick or timer. While some worker is
+/// busy and no worker holds the reactor's poller role, the ticker sleeps *in*
+/// the reactor as its poller: readiness then reaches a busy worker within
+/// microseconds (the ticker dispatches it: a wakelist push and the worker's
+/// WAKELIST flag, seen at its next preemption point) instead of at the next
+/// tick's non-blocking poll. A poke interrupts that sleep through the
+/// reactor's eventfd (`poke`); the `ticker_seq` re-check under the poll lock
+/// closes the window before the eventfd is armed (the same pairing as a
+/// worker parked in the reactor, see `crate::io`).
+fn sleep(sh: &Shared, seq: u32, timeout: Duration) {
+    if let Some(r) = crate::io::reactor::get(sh) {
+        if r.has_registrations() && r.try_claim_poller() {
+            sh.ticker_in_reactor.store(true, Ordering::SeqCst);
+            r.park(
+                Some(timeout),
+                || {
+                    sh.ticker_seq.load(Ordering::SeqCst) == seq
+                        && sh.ticker_state.load(Ordering::SeqCst) != STOP
+                },
+                || {},
+            );
+            sh.ticker_in_reactor.store(false, Ordering::Relaxed);
+            r.release_poller();
+            return;
+        }
+    }
+    futex::wait(&sh.ticker_seq, seq, Some(timeout));
 }
 
 /// Parks the ticker while every worker is parked.
@@ -142,6 +167,24 @@ fn park(sh: &Shared, seq: u32) {
         return; // STOP
     }
     sh.ticker_deadline.store(u64::MAX, Ordering::SeqCst);
+    // Readiness must keep reaching someone while everything sleeps: if I/O
+    // is registered but no worker holds the reactor's poller role (the
+    // ticker held it when they parked), wake one worker; it idles again and
+    // parks in the reactor, and the next round finds every worker parked.
+    if let Some(r) = crate::io::reactor::get(sh) {
+        if r.has_registrations() && !r.poller_held() {
+            if let Some(w) = sh.workers.iter().find(|w| w.idle().get() == idle::PARKED) {
+                w.idle().kick();
+                let _ = sh.ticker_state.compare_exchange(
+                    PARKED,
+                    RUNNING,
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                );
+                return;
+            }
+        }
+    }
     // A worker parked in the I/O reactor counts as parked: it wakes on its
     // own (readiness, kick, timer) and then calls `worker_unparked`.
     if sh
@@ -156,9 +199,15 @@ fn park(sh: &Shared, seq: u32) {
         .compare_exchange(PARKED, RUNNING, Ordering::SeqCst, Ordering::Relaxed);
 }
 
-/// Wakes the ticker so it re-plans (a timer earlier than its plan, or stop).
+/// Wakes the ticker so it re-plans (a timer earlier than its plan, or stop):
+/// a futex wake, or an eventfd write if it sleeps in the reactor.
 pub(crate) fn poke(sh: &Shared) {
     sh.ticker_seq.fetch_add(1, Ordering::SeqCst);
+    if sh.ticker_in_reactor.load(Ordering::SeqCst) {
+        if let Some(r) = crate::io::reactor::get(sh) {
+            r.wake_poller();
+        }
+    }
     futex::wake(&sh.ticker_seq);
 }
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs every measurement the README reports, side by side, and keeps the raw
+# outputs, JSON and SVG plots under results/<date>/. Needs a quiet machine:
+# the ratios are only meaningful when nothing else competes for the CPUs.
+#
+#   scripts/measure.sh            # everything (about 25 minutes on 2 vCPUs)
+#   scripts/measure.sh schbench   # one part: schbench | features | hackbench | latency | spawn | examples | criterion
+#
+# scripts/summarize.py results/<date> prints the medians as Markdown tables.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="results/$(date +%Y-%m-%d)"
+mkdir -p "$out"
+part="${1:-all}"
+runs=3
+cargo build --release -p bench-schbench -p bench-hackbench -p examples --examples --bins >/dev/null
+
+sb=target/release/schbench
+hb=target/release/hackbench
+
+if [[ $part == all || $part == schbench ]]; then
+  i=0
+  for args in "-L -m 1 -t 4 -n 0 -s 0 -r 10" "-L -m 1 -t 4 -n 0 -r 10" \
+              "-L -m 1 -M auto -t 64 -n 0 -s 0 -r 10" "-m 2 -t 4 -r 10"; do
+    i=$((i + 1))
+    for r in $(seq 1 $runs); do
+      echo "== schbench $args (run $r)"
+      # shellcheck disable=SC2086
+      $sb --backend all --workers 2 $args -J "w$i" -j "$out/schbench-w$i-r$r.json" \
+          --plot "$out/schbench-w$i.svg" > "$out/schbench-w$i-r$r.txt" 2>&1
+      echo "$args" > "$out/schbench-w$i.args"
+    done
+  done
+fi
+
+if [[ $part == all || $part == features ]]; then
+  for f in default NO_TTWU_QUEUE NO_DELAY_DEQUEUE TTWU_QUEUE_DELAYED; do
+    spec=$f; [[ $f == default ]] && spec=""
+    for r in $(seq 1 $runs); do
+      echo "== schbench features $f (run $r)"
+      $sb --backend green --workers 2 --features "$spec" --stats -L -m 1 -M auto -t 64 -n 0 -s 0 -r 10 \
+          -J "$f" -j "$out/features-$f-r$r.json" > "$out/features-$f-r$r.txt" 2>&1
+    done
+  done
+fi
+
+if [[ $part == all || $part == hackbench ]]; then
+  for t in sockets pipes; do
+    flag=""; [[ $t == pipes ]] && flag="-p"
+    for r in $(seq 1 $runs); do
+      echo "== hackbench -g 4 -l 1000 $t (run $r)"
+      # shellcheck disable=SC2086
+      $hb -g 4 -l 1000 --backend all --workers 2 $flag --plot "$out/hackbench-$t.svg" \
+          > "$out/hackbench-$t-r$r.txt" 2>&1
+    done
+  done
+  for r in $(seq 1 $runs); do
+    echo "== hackbench -g 4 -l 1000 channel (run $r)"
+    $hb -g 4 -l 1000 --backend green --workers 2 --transport channel > "$out/hackbench-channel-r$r.txt" 2>&1
+  done
+fi
+
+if [[ $part == all || $part == latency ]]; then
+  echo "== hackbench --latency (green, BACKGROUND.md §3 columns)"
+  $hb --latency --backend green --workers 2 --columns bg3 --duration 5 -g 4 \
+      --plot "$out/latency.svg" > "$out/latency.txt" 2>&1
+fi
+
+if [[ $part == all || $part == spawn ]]; then
+  for r in $(seq 1 $runs); do
+    echo "== hackbench --spawn (run $r)"
+    $hb --spawn --duration 3 --backend all --workers 2 --plot "$out/spawn.svg" > "$out/spawn-r$r.txt" 2>&1
+  done
+fi
+
+if [[ $part == all || $part == examples ]]; then
+  echo "== latency_service"
+  target/release/examples/latency_service --plot "$out/latency_service.svg" > "$out/latency_service.txt" 2>&1
+  echo "== echo_server"
+  target/release/examples/echo_server > "$out/echo_server.txt" 2>&1
+  echo "== feature_ab"
+  target/release/examples/feature_ab > "$out/feature_ab.txt" 2>&1
+fi
+
+if [[ $part == all || $part == criterion ]]; then
+  for b in sched runtime sync net; do
+    echo "== cargo bench --bench $b"
+    cargo bench -p eevdf-rt --bench "$b" > "$out/criterion-$b.txt" 2>&1
+  done
+fi
+echo "results in $out"

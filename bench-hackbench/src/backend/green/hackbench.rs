@@ -2,7 +2,7 @@
 //!
 //! Owns: starting a green hackbench on a runtime (fixed `-l` loops, or
 //! open-ended as the latency mode's load), the green sender and receiver
-//! loops over [`endpoint`](super::endpoint)'s writers and readers, stopping
+//! loops over [`super::endpoint`]'s writers and readers, stopping
 //! it and collecting the counts for `verify`. Must not: build the runtime
 //! (the caller does, so the latency mode can share it), block a worker, or
 //! allocate per message.

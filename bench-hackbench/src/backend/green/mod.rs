@@ -2,9 +2,9 @@
 //!
 //! Owns: building one eevdf-rt runtime per run (`--workers`, `--features`,
 //! a latency column's features), the `--stats` lines, and the three lookup
-//! functions. The modes live in their own modules: [`hackbench`] (senders
+//! functions. The modes live in their own modules: [`hackbench`](mod@hackbench) (senders
 //! and receivers on the runtime's pipes, sockets, TCP or channels),
-//! [`latency`] (green probes under a green hackbench load) and [`spawn`]
+//! [`latency`](mod@latency) (green probes under a green hackbench load) and [`spawn`](mod@spawn)
 //! (`eevdf_rt::spawn` + `join`). Must not: block a worker inside a green
 //! thread (every wait goes through the runtime's green-aware types), or
 //! judge counts itself (`verify`).

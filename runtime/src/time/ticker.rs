@@ -112,6 +112,7 @@ pub(crate) fn ticker_main(sh: Arc<Shared>) {
                 continue;
             }
         }
+        ensure_poller(&sh);
         let mut wake_at = next_tick.min(scan_timers(&sh, now));
         loop {
             sh.ticker_deadline.store(wake_at, Ordering::SeqCst);
@@ -139,7 +140,11 @@ pub(crate) fn ticker_main(sh: Arc<Shared>) {
 /// worker parked in the reactor, see `crate::io`).
 fn sleep(sh: &Shared, seq: u32, timeout: Duration) {
     if let Some(r) = crate::io::reactor::get(sh) {
-        if r.has_registrations() && r.try_claim_poller() {
+        // Only while every worker is running: an idle worker is the better
+        // poller (readiness then wakes it directly, with no thread between),
+        // and one going idle must find the role free.
+        let all_busy = sh.workers.iter().all(|w| w.idle().get() == idle::RUNNING);
+        if all_busy && r.has_registrations() && r.try_claim_poller() {
             sh.ticker_in_reactor.store(true, Ordering::SeqCst);
             r.park(
                 Some(timeout),
@@ -155,6 +160,20 @@ fn sleep(sh: &Shared, seq: u32, timeout: Duration) {
         }
     }
     futex::wait(&sh.ticker_seq, seq, Some(timeout));
+}
+
+/// If I/O is registered, no thread holds the reactor's poller role and some
+/// worker sleeps on its futex (it parked while the ticker held the role),
+/// wake that worker: it idles again and parks in the reactor, so readiness
+/// reaches a sleeping worker directly. Cheap (a few loads) when not needed.
+fn ensure_poller(sh: &Shared) {
+    if let Some(r) = crate::io::reactor::get(sh) {
+        if r.has_registrations() && !r.poller_held() {
+            if let Some(w) = sh.workers.iter().find(|w| w.idle().get() == idle::PARKED) {
+                w.idle().kick();
+            }
+        }
+    }
 }
 
 /// Parks the ticker while every worker is parked.

@@ -133,6 +133,12 @@ fn stress_2_workers_no_ttwu_queue() {
 }
 
 #[test]
+fn stress_2_workers_kernel_ttwu_queue_rule() {
+    // inline under a busy target's lock, as the kernel does
+    run(2, "NO_TTWU_QUEUE_DEFAULT");
+}
+
+#[test]
 fn stress_4_workers_ttwu_queue_delayed() {
     run(4, "TTWU_QUEUE_DELAYED");
 }

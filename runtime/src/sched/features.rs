@@ -82,6 +82,13 @@ features! {
     /// wakelist instead of being done inline under its lock (proposed for
     /// the kernel in 2025, BACKGROUND.md §1).
     TtwuQueueDelayed = "TTWU_QUEUE_DELAYED", default false, source "runtime (proposed kernel switch)";
+    /// Runtime's own: with TTWU_QUEUE, remote wakeups go through the
+    /// target's wakelist even when the target is busy (the kernel queues
+    /// only to an idle CPU and enqueues inline under a busy one's lock).
+    /// Proposed for the kernel in 2025 ("all the work we can get away from
+    /// those pinned message CPUs is a win", BACKGROUND.md §1); on by default
+    /// here from the schbench measurements (README).
+    TtwuQueueDefault = "TTWU_QUEUE_DEFAULT", default true, source "runtime (proposed kernel switch)";
     /// Runtime's own: wake placement may move a wakee to an idle worker
     /// (prev, recently used, bounded bitmap scan; §12). Off: wake where it slept.
     WakeIdle = "WAKE_IDLE", default true, source "runtime (select_idle_sibling)";

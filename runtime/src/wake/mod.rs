@@ -151,14 +151,16 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
 
 /// `ttwu_queue_cond` (EEVDF.md §11.2) over a flat topology (one LLC) [D]:
 /// queue on the target's wakelist when the waker is outside the runtime
-/// (it shares no run queue with anyone) or the target is idle; enqueue
-/// inline when the target is the waker's own worker or is busy.
+/// (it shares no run queue with anyone) or the target is idle — or, with
+/// TTWU_QUEUE_DEFAULT, whenever the target is another worker; enqueue
+/// inline when the target is the waker's own worker, or (without
+/// TTWU_QUEUE_DEFAULT) when it is busy, as the kernel does.
 #[inline]
 fn ttwu_queue_cond(sh: &Shared, target: usize, waker: Option<usize>) -> bool {
     match waker {
         None => true,
         Some(i) if i == target => false,
-        Some(_) => sh.workers[target].nr_running() == 0,
+        Some(_) => sh.feature(Feature::TtwuQueueDefault) || sh.workers[target].nr_running() == 0,
     }
 }
 

@@ -41,12 +41,32 @@ pub(crate) fn busiest(sh: &Shared, me: usize) -> Option<usize> {
     best
 }
 
+/// Newidle balancing state of one worker (owned by its scheduler context).
+#[derive(Debug, Default)]
+pub(crate) struct BalanceState {
+    /// Consecutive attempts that found a busiest worker but nothing to move.
+    failures: u32,
+    /// No attempt before this time (ns): after failures, attempts back off
+    /// exponentially (the kernel gates newidle balancing by its measured
+    /// cost against the idle time it can expect; a scan that keeps failing —
+    /// pinned tasks, say — must not keep taking another worker's lock).
+    next_attempt: u64,
+}
+
+/// First back-off after a failed attempt, and its cap.
+const BACKOFF_MIN: u64 = 20_000;
+const BACKOFF_MAX: u64 = 4_000_000;
+
 /// Tries to pull one task onto `w` (which holds no lock). Returns whether
-/// one was moved. `failures` counts consecutive failed attempts.
-pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, failures: &mut u32) -> bool {
+/// one was moved.
+pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, st: &mut BalanceState) -> bool {
+    if now < st.next_attempt {
+        return false;
+    }
     let Some(src_i) = busiest(sh, w.index) else {
         return false;
     };
+    let failures = &mut st.failures;
     let src = &sh.workers[src_i];
     let (mut dst_rq, mut src_rq) = lock_pair(w, src);
     let balance_failed = *failures >= CACHE_NICE_TRIES;
@@ -57,6 +77,8 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, failures: &mut u32) -> 
         .steal_candidate(now, dst_busy, balance_failed, |t| t.affinity.contains(me))
     else {
         *failures = failures.saturating_add(1);
+        let backoff = (BACKOFF_MIN << (*failures - 1).min(16)).min(BACKOFF_MAX);
+        st.next_attempt = now + backoff;
         return false;
     };
     let Dequeue::Removed(entity, task) = src_rq.q.dequeue(slot, DequeueFlags::NONE, now) else {

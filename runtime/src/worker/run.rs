@@ -49,8 +49,8 @@ struct Local {
     prev: Option<(Running, Resumed)>,
     /// Reusable buffer for expired timers.
     expired: Vec<TaskRef>,
-    /// Consecutive failed newidle balance attempts.
-    balance_failures: u32,
+    /// Newidle balancing state (failures, back-off).
+    balance: balance::BalanceState,
 }
 
 /// Entry point of worker thread `index`.
@@ -61,7 +61,7 @@ pub(crate) fn worker_main(shared: Arc<Shared>, index: usize) {
     let mut local = Local {
         prev: None,
         expired: Vec::with_capacity(64),
-        balance_failures: 0,
+        balance: balance::BalanceState::default(),
     };
     while let Some(next) = schedule(sh, w, &mut local) {
         tls::set_current(next.0.as_ptr());
@@ -261,7 +261,7 @@ fn fire_timers(w: &Worker, now: u64, buf: &mut Vec<TaskRef>) {
 /// Nothing is runnable: balance, poll for `idle_spin`, then park.
 fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
     let balance = sh.feature(Feature::NewidleBalance) && sh.workers.len() > 1;
-    if balance && balance::newidle(sh, w, clock::now(), &mut local.balance_failures) {
+    if balance && balance::newidle(sh, w, clock::now(), &mut local.balance) {
         return;
     }
     w.idle().start_polling();
@@ -290,7 +290,7 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
                 }
                 if balance
                     && balance::busiest(sh, w.index).is_some()
-                    && balance::newidle(sh, w, clock::now(), &mut local.balance_failures)
+                    && balance::newidle(sh, w, clock::now(), &mut local.balance)
                 {
                     found = true;
                     break;

@@ -34,7 +34,7 @@ if [[ $part == all || $part == schbench ]]; then
 fi
 
 if [[ $part == all || $part == features ]]; then
-  for f in default NO_TTWU_QUEUE_DEFAULT NO_TTWU_QUEUE NO_DELAY_DEQUEUE TTWU_QUEUE_DELAYED; do
+  for f in default NO_TTWU_QUEUE_DEFAULT NO_TTWU_QUEUE NO_DELAY_DEQUEUE NO_TTWU_QUEUE_DELAYED; do
     spec=$f; [[ $f == default ]] && spec=""
     for r in $(seq 1 $runs); do
       echo "== schbench features $f (run $r)"

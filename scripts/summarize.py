@@ -68,7 +68,7 @@ def features(d: Path):
                 "delayed_wakeups", "kicks", "preemptions"]
     print("| features | average RPS | wakeup p50 / p99 (µs) | " + " | ".join(counters) + " |")
     print("|---|---|---|" + "---|" * len(counters))
-    for f in ["default", "NO_TTWU_QUEUE_DEFAULT", "NO_TTWU_QUEUE", "NO_DELAY_DEQUEUE", "TTWU_QUEUE_DELAYED"]:
+    for f in ["default", "NO_TTWU_QUEUE_DEFAULT", "NO_TTWU_QUEUE", "NO_DELAY_DEQUEUE", "NO_TTWU_QUEUE_DELAYED"]:
         rps, w50, w99 = [], [], []
         cs = {c: [] for c in counters}
         for j in sorted(d.glob(f"features-{f}-r*.json")):

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p examples --example feature_ab
-//! cargo run --release -p examples --example feature_ab -- --sets "default;NO_DELAY_DEQUEUE;TTWU_QUEUE_DELAYED" --rounds 3
+//! cargo run --release -p examples --example feature_ab -- --sets "default;NO_DELAY_DEQUEUE;NO_TTWU_QUEUE_DELAYED" --rounds 3
 //! cargo run --release -p examples --example feature_ab -- --hogs 0 --sleepers 0 --pairs 8
 //! ```
 //!
@@ -29,11 +29,11 @@
 //! What the default sets show (the counters, more than the throughput,
 //! which moves by ±10% from run to run on a shared machine):
 //! `NO_DELAY_DEQUEUE` — no delayed dequeues, hence no wakeups of delayed
-//! tasks, which a remote waker otherwise performs inline under the owner's
-//! run-queue lock (`delayed_wakeups` → 0); `TTWU_QUEUE_DELAYED` — those
-//! wakes go through the owner's wakelist instead (`wakeups_remote_queued`
-//! up, `wakeups_remote_inline` down, and the wakee waits until its owner
-//! drains the list); `NO_TTWU_QUEUE` — every remote wake is inline
+//! tasks (`delayed_wakeups` → 0), which by default (TTWU_QUEUE_DELAYED) go
+//! through the owner's wakelist; `NO_TTWU_QUEUE_DELAYED` — a remote waker
+//! performs those wakes inline under the owner's run-queue lock, as the
+//! kernel does (`wakeups_remote_inline` up by about the `delayed_wakeups`
+//! rate); `NO_TTWU_QUEUE` — every remote wake is inline
 //! (`wakeups_remote_queued` → 0); `NO_RUN_TO_PARITY` — the hogs are
 //! preempted more often (`preemptions` up). The `workers' OS wait` and
 //! `ticker thread CPU` rows show how much the kernel delayed the workers
@@ -65,7 +65,7 @@ struct Args {
     /// Feature sets, ';'-separated, each in sched_features syntax ("default" = the defaults)
     #[arg(
         long,
-        default_value = "default;NO_DELAY_DEQUEUE;NO_RUN_TO_PARITY;NO_TTWU_QUEUE;TTWU_QUEUE_DELAYED"
+        default_value = "default;NO_DELAY_DEQUEUE;NO_RUN_TO_PARITY;NO_TTWU_QUEUE;NO_TTWU_QUEUE_DELAYED"
     )]
     sets: String,
     /// Measured seconds per set and round

@@ -256,7 +256,7 @@ fn feature_ab() {
             "--warmup",
             "0.02",
             "--sets",
-            "default;NO_TTWU_QUEUE;TTWU_QUEUE_DELAYED,NO_RUN_TO_PARITY",
+            "default;NO_TTWU_QUEUE;NO_TTWU_QUEUE_DELAYED,NO_RUN_TO_PARITY",
         ],
     );
     for row in ["round trips/s", "wakeups_remote_queued", "NO_TTWU_QUEUE"] {

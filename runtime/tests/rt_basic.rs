@@ -193,6 +193,7 @@ fn features_switch_at_run_time() {
         "NO_DELAY_DEQUEUE",
         "DELAY_DEQUEUE",
         "NO_RUN_TO_PARITY",
+        "NO_TTWU_QUEUE_DELAYED",
         "TTWU_QUEUE_DELAYED",
     ] {
         rt.set_features(spec).unwrap();

@@ -139,8 +139,9 @@ fn stress_2_workers_kernel_ttwu_queue_rule() {
 }
 
 #[test]
-fn stress_4_workers_ttwu_queue_delayed() {
-    run(4, "TTWU_QUEUE_DELAYED");
+fn stress_4_workers_no_ttwu_queue_delayed() {
+    // delayed tasks woken inline under their owner's lock (the kernel's way)
+    run(4, "NO_TTWU_QUEUE_DELAYED");
 }
 
 #[test]

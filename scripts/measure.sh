@@ -64,6 +64,9 @@ if [[ $part == all || $part == latency ]]; then
   echo "== hackbench --latency (green, BACKGROUND.md §3 columns)"
   $hb --latency --backend green --workers 2 --columns bg3 --duration 5 -g 4 \
       --plot "$out/latency.svg" > "$out/latency.txt" 2>&1
+  echo "== hackbench --latency (threads, green, tokio side by side)"
+  $hb --latency --backend all --workers 2 --duration 5 -g 4 \
+      --plot "$out/latency-backends.svg" > "$out/latency-backends.txt" 2>&1
 fi
 
 if [[ $part == all || $part == spawn ]]; then

@@ -169,13 +169,17 @@ def main():
     hackbench(d)
     spawn(d)
     criterion(d)
-    lat = d / "latency.txt"
-    if lat.exists():
-        print("## Latency table (green, BACKGROUND.md §3 columns)\n")
-        txt = lat.read_text()
-        table = [l for l in txt.splitlines() if l.startswith("|")]
-        print("\n".join(table))
-        print()
+    for name, title in [
+        ("latency.txt", "Latency table (green, BACKGROUND.md §3 columns)"),
+        ("latency-backends.txt", "Latency probes: threads, green, tokio"),
+    ]:
+        lat = d / name
+        if lat.exists():
+            print(f"## {title}\n")
+            txt = lat.read_text()
+            table = [l for l in txt.splitlines() if l.startswith("|")]
+            print("\n".join(table))
+            print()
 
 
 if __name__ == "__main__":

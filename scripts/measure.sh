@@ -4,7 +4,8 @@
 # the ratios are only meaningful when nothing else competes for the CPUs.
 #
 #   scripts/measure.sh            # everything (about 25 minutes on 2 vCPUs)
-#   scripts/measure.sh schbench   # one part: schbench | features | hackbench | latency | spawn | examples | criterion
+#   scripts/measure.sh schbench   # one part: schbench | features | hackbench | latency | spawn |
+#                                 #   examples | pairs | validate | criterion
 #
 # scripts/summarize.py results/<date> prints the medians as Markdown tables.
 set -euo pipefail
@@ -79,10 +80,48 @@ fi
 if [[ $part == all || $part == examples ]]; then
   echo "== latency_service"
   target/release/examples/latency_service --plot "$out/latency_service.svg" > "$out/latency_service.txt" 2>&1
+  target/release/examples/latency_service --workers 1 > "$out/latency_service-1worker.txt" 2>&1
   echo "== echo_server"
   target/release/examples/echo_server > "$out/echo_server.txt" 2>&1
   echo "== feature_ab"
   target/release/examples/feature_ab > "$out/feature_ab.txt" 2>&1
+fi
+
+if [[ $part == all || $part == pairs ]]; then
+  # The TTWU_QUEUE_DELAYED decision: interleaved off/on pairs of the scaled
+  # regression workload (more samples than the feature table's three).
+  mkdir -p "$out/ttwu-delayed"
+  for r in 1 2 3 4 5; do
+    for f in NO_TTWU_QUEUE_DELAYED TTWU_QUEUE_DELAYED; do
+      echo "== schbench pair $f (run $r)"
+      $sb --backend green --workers 2 --features "$f" --stats -L -m 1 -M auto -t 64 -n 0 -s 0 -r 10 \
+          -J "$f" -j "$out/ttwu-delayed/$f-r$r.json" > "$out/ttwu-delayed/$f-r$r.txt" 2>&1
+    done
+  done
+fi
+
+if [[ $part == all || $part == validate ]]; then
+  # The OS backends against the original tool, interleaved. rt-tests is not
+  # a dependency: `apt-get download rt-tests && dpkg -x rt-tests_*.deb DIR`
+  # and set RT_HACKBENCH=DIR/usr/bin/hackbench (or have it on PATH).
+  rt="${RT_HACKBENCH:-$(command -v hackbench || true)}"
+  if [[ -z $rt ]]; then
+    echo "== validate: rt-tests hackbench not found (set RT_HACKBENCH); skipped"
+  else
+    echo "== validate: $rt vs the port"
+    : > "$out/validation-hackbench.txt"
+    for r in 1 2 3; do
+      for mode in "-P:processes:" "-T:threads:" "-P -p:processes:-p" "-T -p:threads:-p"; do
+        IFS=: read -r rtargs backend extra <<< "$mode"
+        # shellcheck disable=SC2086
+        a=$("$rt" -g 4 -l 1000 $rtargs | awk '/Time/ {print $2}')
+        # shellcheck disable=SC2086
+        o=$($hb -g 4 -l 1000 --backend "$backend" $extra | awk '/Time/ {print $2}')
+        echo "run $r  rt-tests hackbench -g 4 -l 1000 $rtargs: $a   port --backend $backend $extra: $o" \
+          | tee -a "$out/validation-hackbench.txt"
+      done
+    done
+  fi
 fi
 
 if [[ $part == all || $part == criterion ]]; then

@@ -152,9 +152,11 @@ def criterion(d: Path):
         print("|---|---|")
         name = None
         for line in f.read_text().splitlines():
-            m = re.match(r"^(\S+/\S+)\s*(time:.*)?$", line)
-            if m and "/" in line.split()[0] and not line.startswith(" "):
-                name = line.split()[0]
+            # a result block starts with the benchmark's name alone on a
+            # line (or followed by its time when the name is short)
+            m = re.match(r"^([A-Za-z0-9_+./-]+)\s*(time:.*)?$", line)
+            if m and not line.startswith(("Benchmarking", "Found", "Performance", "change")):
+                name = m.group(1)
             t = re.search(r"time:\s+\[\S+ \S+ (\S+ \S+) \S+ \S+\]", line)
             if t and name:
                 print(f"| {name} | {t.group(1)} |")

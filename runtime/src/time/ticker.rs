@@ -13,8 +13,10 @@
 //! (polling, or a futex timeout while parked). When every worker is parked
 //! the ticker parks too; the first worker to unpark wakes it. While some
 //! worker is busy and none is blocked in the I/O reactor, it also polls the
-//! reactor without blocking once per tick (`crate::io`: readiness reaches
-//! busy workers within one tick). Must not: touch run queues.
+//! reactor without blocking once per tick, and while every worker is busy
+//! it sleeps in the reactor as its poller, with readiness coalesced over
+//! `REACTOR_COALESCE_NS` under a stream of events (see `sleep`). Must not:
+//! touch run queues.
 //!
 //! # Two Dekker pairs
 //!
@@ -79,6 +81,7 @@ pub(crate) fn ticker_main(sh: Arc<Shared>) {
     let period = sh.config.tick.as_nanos() as u64;
     let mut next_tick = clock::now() + period;
     let mut idle_ticks = 0u32;
+    let mut last_io = 0u64;
     loop {
         let seq = sh.ticker_seq.load(Ordering::SeqCst);
         if sh.ticker_state.load(Ordering::SeqCst) == STOP {
@@ -124,10 +127,31 @@ pub(crate) fn ticker_main(sh: Arc<Shared>) {
         }
         let now = clock::now();
         if wake_at > now {
-            sleep(&sh, seq, Duration::from_nanos(wake_at - now));
+            sleep(
+                &sh,
+                seq,
+                now,
+                Duration::from_nanos(wake_at - now),
+                &mut last_io,
+            );
         }
     }
 }
+
+/// Readiness coalescing while the ticker is the reactor's poller: after a
+/// reactor wait that dispatched readiness, the ticker sleeps this long on
+/// its futex (or less, for a tick or timer) before it blocks in the reactor
+/// again. Each wake-up of the ticker is a kernel context switch on a CPU
+/// that a busy worker is using; under a stream of readiness (every worker
+/// busy with I/O-bound tasks) waking once per event cost more than the I/O
+/// itself: in three interleaved pairs `echo_server` (50 clients, 2
+/// workers) did 84–90 k requests/s without coalescing and 127–135 k with
+/// it, with a lower p99 (1.1 ms → 0.74 ms); `hackbench` green did not
+/// change (its 160 tasks keep the reactor busy either way). The first
+/// readiness after a quiet interval is still delivered at once; later
+/// readiness waits at most this long, about two `preempt_point` distances
+/// of a well-behaved CPU loop.
+const REACTOR_COALESCE_NS: u64 = 100_000;
 
 /// The ticker's sleep until its next tick or timer. While some worker is
 /// busy and no worker holds the reactor's poller role, the ticker sleeps *in*
@@ -138,25 +162,40 @@ pub(crate) fn ticker_main(sh: Arc<Shared>) {
 /// reactor's eventfd (`poke`); the `ticker_seq` re-check under the poll lock
 /// closes the window before the eventfd is armed (the same pairing as a
 /// worker parked in the reactor, see `crate::io`).
-fn sleep(sh: &Shared, seq: u32, timeout: Duration) {
+fn sleep(sh: &Shared, seq: u32, now: u64, timeout: Duration, last_io: &mut u64) {
     if let Some(r) = crate::io::reactor::get(sh) {
         // Only while every worker is running: an idle worker is the better
         // poller (readiness then wakes it directly, with no thread between),
         // and one going idle must find the role free.
         let all_busy = sh.workers.iter().all(|w| w.idle().get() == idle::RUNNING);
-        if all_busy && r.has_registrations() && r.try_claim_poller() {
-            sh.ticker_in_reactor.store(true, Ordering::SeqCst);
-            r.park(
-                Some(timeout),
-                || {
-                    sh.ticker_seq.load(Ordering::SeqCst) == seq
-                        && sh.ticker_state.load(Ordering::SeqCst) != STOP
-                },
-                || {},
-            );
-            sh.ticker_in_reactor.store(false, Ordering::Relaxed);
-            r.release_poller();
-            return;
+        if all_busy && r.has_registrations() {
+            let resume = last_io.saturating_add(REACTOR_COALESCE_NS);
+            if now < resume {
+                // Readiness was dispatched less than REACTOR_COALESCE_NS
+                // ago: let more of it queue up in the kernel (cheap)
+                // instead of being woken for each event, then collect it
+                // in one poll.
+                let wait = Duration::from_nanos(resume - now).min(timeout);
+                futex::wait(&sh.ticker_seq, seq, Some(wait));
+                return;
+            }
+            if r.try_claim_poller() {
+                sh.ticker_in_reactor.store(true, Ordering::SeqCst);
+                let io = r.park(
+                    Some(timeout),
+                    || {
+                        sh.ticker_seq.load(Ordering::SeqCst) == seq
+                            && sh.ticker_state.load(Ordering::SeqCst) != STOP
+                    },
+                    || {},
+                );
+                sh.ticker_in_reactor.store(false, Ordering::Relaxed);
+                r.release_poller();
+                if io > 0 {
+                    *last_io = clock::now();
+                }
+                return;
+            }
         }
     }
     futex::wait(&sh.ticker_seq, seq, Some(timeout));

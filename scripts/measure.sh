@@ -82,7 +82,9 @@ if [[ $part == all || $part == examples ]]; then
   target/release/examples/latency_service --plot "$out/latency_service.svg" > "$out/latency_service.txt" 2>&1
   target/release/examples/latency_service --workers 1 > "$out/latency_service-1worker.txt" 2>&1
   echo "== echo_server"
-  target/release/examples/echo_server > "$out/echo_server.txt" 2>&1
+  for r in $(seq 1 $runs); do
+    target/release/examples/echo_server > "$out/echo_server-r$r.txt" 2>&1
+  done
   echo "== feature_ab"
   target/release/examples/feature_ab > "$out/feature_ab.txt" 2>&1
 fi

@@ -134,6 +134,8 @@ fn invalid_builder_values_are_errors() {
             Builder::new().features("NO_SUCH_FEATURE"),
             "NO_SUCH_FEATURE",
         ),
+        (Builder::new().ticker_nice(-21), "ticker_nice"),
+        (Builder::new().ticker_nice(20), "ticker_nice"),
     ];
     for (b, what) in cases {
         let err = b.build().unwrap_err().to_string();
@@ -301,4 +303,27 @@ fn stats_table_and_counts() {
     ] {
         assert!(table.contains(name), "{table}");
     }
+}
+
+#[test]
+fn ticker_nice_applies_to_the_ticker_thread_only() {
+    // SAFETY: getpriority takes no memory arguments; who = 0 is this thread.
+    let mine = || unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let before = mine();
+    // Lowering a priority is always permitted, so this one is granted.
+    let rt = Builder::new().workers(1).ticker_nice(19).build().unwrap();
+    assert_eq!(rt.ticker_nice(), 19);
+    assert_eq!(mine(), before, "the calling thread's nice level changed");
+    // The default asks for -10: granted, or the process's own level.
+    let rt = Builder::new().workers(1).build().unwrap();
+    assert!(
+        rt.ticker_nice() == -10 || rt.ticker_nice() == before,
+        "ticker at nice {}",
+        rt.ticker_nice()
+    );
+    let h = rt.spawn(|| {
+        eevdf_rt::sleep(Duration::from_millis(2));
+        7
+    });
+    assert_eq!(h.join().unwrap(), 7);
 }

@@ -83,6 +83,21 @@ impl Runtime {
         self.shared.workers.len()
     }
 
+    /// The nice level the runtime's ticker thread runs at: what
+    /// [`Builder::ticker_nice`] asked for if the kernel granted it, else the
+    /// process's level (raising a priority needs `CAP_SYS_NICE` or
+    /// `RLIMIT_NICE`).
+    ///
+    /// ```
+    /// // Lowering a thread's priority is always permitted.
+    /// let rt = eevdf_rt::Builder::new().workers(1).ticker_nice(19).build()?;
+    /// assert_eq!(rt.ticker_nice(), 19);
+    /// # Ok::<(), eevdf_rt::Error>(())
+    /// ```
+    pub fn ticker_nice(&self) -> i32 {
+        self.shared.ticker_nice.load(Ordering::Relaxed)
+    }
+
     /// Runs `f` as a green thread and blocks the calling OS thread until it
     /// returns; a panic in `f` resumes on the caller.
     ///

@@ -25,6 +25,8 @@ pub(crate) struct Config {
     pub(crate) idle_spin: Duration,
     pub(crate) stack_pool: usize,
     pub(crate) name: String,
+    /// Nice level the ticker thread asks for (`Builder::ticker_nice`).
+    pub(crate) ticker_nice: i32,
 }
 
 /// The runtime's shared state.
@@ -46,6 +48,8 @@ pub(crate) struct Shared {
     pub(crate) ticker_in_reactor: AtomicBool,
     /// When the ticker plans to wake next (ns).
     pub(crate) ticker_deadline: AtomicU64,
+    /// The nice level the ticker thread runs at (set once it has started).
+    pub(crate) ticker_nice: std::sync::atomic::AtomicI32,
     pub(crate) external: Counters,
     next_task_id: AtomicU64,
     /// Round-robin cursor for spawns from outside the runtime.
@@ -69,6 +73,7 @@ impl Shared {
             ticker_state: AtomicU32::new(0),
             ticker_seq: AtomicU32::new(0),
             ticker_deadline: AtomicU64::new(0),
+            ticker_nice: std::sync::atomic::AtomicI32::new(0),
             ticker_in_reactor: AtomicBool::new(false),
             external: Counters::new(),
             next_task_id: AtomicU64::new(1),

@@ -81,12 +81,13 @@ if [[ $part == all || $part == examples ]]; then
   echo "== latency_service"
   target/release/examples/latency_service --plot "$out/latency_service.svg" > "$out/latency_service.txt" 2>&1
   target/release/examples/latency_service --workers 1 > "$out/latency_service-1worker.txt" 2>&1
+  target/release/examples/latency_service --transport tcp > "$out/latency_service-tcp.txt" 2>&1
   echo "== echo_server"
   for r in $(seq 1 $runs); do
     target/release/examples/echo_server > "$out/echo_server-r$r.txt" 2>&1
   done
   echo "== feature_ab"
-  target/release/examples/feature_ab > "$out/feature_ab.txt" 2>&1
+  target/release/examples/feature_ab --rounds 3 > "$out/feature_ab.txt" 2>&1
 fi
 
 if [[ $part == all || $part == pairs ]]; then

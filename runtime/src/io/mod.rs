@@ -55,7 +55,13 @@
 //!    the reactor (a worker parked there is woken directly by readiness, no
 //!    thread in between). The ticker also polls without blocking once per
 //!    tick when it cannot be the poller. No `epoll_wait` is added to any
-//!    worker's preemption points.
+//!    worker's preemption points. Two things keep this cheap and prompt:
+//!    the ticker coalesces *bursts* of readiness (after a dispatch within
+//!    100 µs of the previous one it collects the next events in one poll
+//!    100 µs later, instead of waking per event), and it runs at nice −10
+//!    where the kernel permits (`Builder::ticker_nice`), since at the
+//!    process's level it waits milliseconds for a CPU next to workers that
+//!    keep every CPU busy.
 //!
 //! Only one thread polls at a time (the poll lock; idle and tick polls use
 //! `try_lock` and skip if someone is polling).

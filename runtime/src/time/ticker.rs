@@ -15,8 +15,10 @@
 //! worker is busy and none is blocked in the I/O reactor, it also polls the
 //! reactor without blocking once per tick, and while every worker is busy
 //! it sleeps in the reactor as its poller, with readiness coalesced over
-//! `REACTOR_COALESCE_NS` under a stream of events (see `sleep`). Must not:
-//! touch run queues.
+//! `REACTOR_COALESCE_NS` under a stream of events (see `sleep`). The
+//! thread asks the kernel for nice −10 (`Builder::ticker_nice`): whatever
+//! it delivers waits whenever it waits for a CPU. Must not: touch run
+//! queues.
 //!
 //! # Two Dekker pairs
 //!

@@ -3,7 +3,7 @@
 use crate::io::source::{would_block, Direction, Source};
 use std::fs::File;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 
 /// Creates an anonymous pipe (`pipe2(O_NONBLOCK | O_CLOEXEC)`): bytes
 /// written to the [`PipeWriter`] are read from the [`PipeReader`].
@@ -124,16 +124,6 @@ impl Read for &PipeReader {
     }
 }
 
-impl Read for PipeReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*self).read(buf)
-    }
-
-    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        (&*self).read_vectored(bufs)
-    }
-}
-
 impl Write for &PipeWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.inner
@@ -151,40 +141,6 @@ impl Write for &PipeWriter {
     }
 }
 
-impl Write for PipeWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*self).write(buf)
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        (&*self).write_vectored(bufs)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl AsRawFd for PipeReader {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.get_ref().as_raw_fd()
-    }
-}
-
-impl AsFd for PipeReader {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.inner.get_ref().as_fd()
-    }
-}
-
-impl AsRawFd for PipeWriter {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.get_ref().as_raw_fd()
-    }
-}
-
-impl AsFd for PipeWriter {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.inner.get_ref().as_fd()
-    }
-}
+crate::io::source::impl_read_via_ref!(PipeReader);
+crate::io::source::impl_write_via_ref!(PipeWriter);
+crate::io::source::impl_fd_traits!(PipeReader, PipeWriter);

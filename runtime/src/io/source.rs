@@ -204,3 +204,63 @@ fn poll_fd(fd: RawFd, dir: Direction, deadline: Option<Instant>) -> io::Result<b
 pub(crate) fn would_block() -> io::Error {
     io::Error::from_raw_os_error(libc::EAGAIN)
 }
+
+/// `AsRawFd` and `AsFd` for wrappers whose `inner` field is a [`Source`]:
+/// the descriptor is the wrapped std or mio object's.
+macro_rules! impl_fd_traits {
+    ($($t:ty),+ $(,)?) => {$(
+        impl std::os::fd::AsRawFd for $t {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                std::os::fd::AsRawFd::as_raw_fd(self.inner.get_ref())
+            }
+        }
+
+        impl std::os::fd::AsFd for $t {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                std::os::fd::AsFd::as_fd(self.inner.get_ref())
+            }
+        }
+    )+};
+}
+pub(crate) use impl_fd_traits;
+
+/// `Read` for an owned stream through its `Read for &T` (the blocking logic
+/// lives there, as for `std::net::TcpStream`).
+macro_rules! impl_read_via_ref {
+    ($($t:ty),+ $(,)?) => {$(
+        impl std::io::Read for $t {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                std::io::Read::read(&mut &*self, buf)
+            }
+
+            fn read_vectored(
+                &mut self,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::io::Result<usize> {
+                std::io::Read::read_vectored(&mut &*self, bufs)
+            }
+        }
+    )+};
+}
+pub(crate) use impl_read_via_ref;
+
+/// `Write` for an owned stream through its `Write for &T`; `flush` has
+/// nothing to do (writes go straight to the kernel).
+macro_rules! impl_write_via_ref {
+    ($($t:ty),+ $(,)?) => {$(
+        impl std::io::Write for $t {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                std::io::Write::write(&mut &*self, buf)
+            }
+
+            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+                std::io::Write::write_vectored(&mut &*self, bufs)
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+    )+};
+}
+pub(crate) use impl_write_via_ref;

@@ -4,7 +4,7 @@ use super::{connect_timed_out, Timeout};
 use crate::io::source::{would_block, Direction, Source};
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::AsFd;
 use std::time::Duration;
 
 const INTEREST: mio::Interest = mio::Interest::READABLE.add(mio::Interest::WRITABLE);
@@ -161,18 +161,6 @@ impl TcpListener {
     /// ```
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.inner.get_ref().take_error()
-    }
-}
-
-impl AsRawFd for TcpListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.get_ref().as_raw_fd()
-    }
-}
-
-impl AsFd for TcpListener {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.inner.get_ref().as_fd()
     }
 }
 
@@ -504,16 +492,6 @@ impl Read for &TcpStream {
     }
 }
 
-impl Read for TcpStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*self).read(buf)
-    }
-
-    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        (&*self).read_vectored(bufs)
-    }
-}
-
 impl Write for &TcpStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.inner.do_io(
@@ -538,28 +516,6 @@ impl Write for &TcpStream {
     }
 }
 
-impl Write for TcpStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*self).write(buf)
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        (&*self).write_vectored(bufs)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl AsRawFd for TcpStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.get_ref().as_raw_fd()
-    }
-}
-
-impl AsFd for TcpStream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.inner.get_ref().as_fd()
-    }
-}
+crate::io::source::impl_read_via_ref!(TcpStream);
+crate::io::source::impl_write_via_ref!(TcpStream);
+crate::io::source::impl_fd_traits!(TcpListener, TcpStream);

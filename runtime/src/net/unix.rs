@@ -4,7 +4,7 @@ use super::Timeout;
 use crate::io::source::{would_block, Direction, Source};
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::Shutdown;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::AsFd;
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -127,18 +127,6 @@ impl UnixListener {
     /// Takes the pending `SO_ERROR`, if any.
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.inner.get_ref().take_error()
-    }
-}
-
-impl AsRawFd for UnixListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.get_ref().as_raw_fd()
-    }
-}
-
-impl AsFd for UnixListener {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.inner.get_ref().as_fd()
     }
 }
 
@@ -355,16 +343,6 @@ impl Read for &UnixStream {
     }
 }
 
-impl Read for UnixStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*self).read(buf)
-    }
-
-    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        (&*self).read_vectored(bufs)
-    }
-}
-
 impl Write for &UnixStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.inner.do_io(
@@ -389,28 +367,6 @@ impl Write for &UnixStream {
     }
 }
 
-impl Write for UnixStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*self).write(buf)
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        (&*self).write_vectored(bufs)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl AsRawFd for UnixStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.get_ref().as_raw_fd()
-    }
-}
-
-impl AsFd for UnixStream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.inner.get_ref().as_fd()
-    }
-}
+crate::io::source::impl_read_via_ref!(UnixStream);
+crate::io::source::impl_write_via_ref!(UnixStream);
+crate::io::source::impl_fd_traits!(UnixListener, UnixStream);

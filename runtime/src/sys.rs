@@ -16,13 +16,11 @@ pub(crate) fn set_min_timer_slack() {
 /// `nice` if the kernel agreed, the old level if not (raising a thread's
 /// priority needs `CAP_SYS_NICE` or a high enough `RLIMIT_NICE`).
 pub(crate) fn set_thread_nice(nice: i32) -> i32 {
-    // SAFETY: setpriority and getpriority take no memory arguments; on
-    // Linux, who = 0 with PRIO_PROCESS names the calling thread. A failure
-    // (EACCES/EPERM) leaves the level unchanged, which getpriority reports.
-    unsafe {
-        let _ = libc::setpriority(libc::PRIO_PROCESS, 0, nice);
-        libc::getpriority(libc::PRIO_PROCESS, 0)
-    }
+    // SAFETY: setpriority takes no memory arguments; on Linux, who = 0 with
+    // PRIO_PROCESS names the calling thread. A failure (EACCES/EPERM)
+    // leaves the level unchanged, which `thread_nice` then reports.
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    thread_nice()
 }
 
 /// The calling thread's nice level.

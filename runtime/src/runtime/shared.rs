@@ -11,7 +11,7 @@ use crate::sched::{Feature, Features};
 use crate::stats::Counters;
 use crate::worker::mask::AtomicMask;
 use crate::worker::Worker;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -49,7 +49,7 @@ pub(crate) struct Shared {
     /// When the ticker plans to wake next (ns).
     pub(crate) ticker_deadline: AtomicU64,
     /// The nice level the ticker thread runs at (set once it has started).
-    pub(crate) ticker_nice: std::sync::atomic::AtomicI32,
+    pub(crate) ticker_nice: AtomicI32,
     pub(crate) external: Counters,
     next_task_id: AtomicU64,
     /// Round-robin cursor for spawns from outside the runtime.
@@ -73,7 +73,7 @@ impl Shared {
             ticker_state: AtomicU32::new(0),
             ticker_seq: AtomicU32::new(0),
             ticker_deadline: AtomicU64::new(0),
-            ticker_nice: std::sync::atomic::AtomicI32::new(0),
+            ticker_nice: AtomicI32::new(0),
             ticker_in_reactor: AtomicBool::new(false),
             external: Counters::new(),
             next_task_id: AtomicU64::new(1),

@@ -83,7 +83,8 @@ features! {
     /// the kernel in 2025, BACKGROUND.md §1). On by default here: on the
     /// scaled schbench regression workload it gave 1.20× the requests per
     /// second of inline delayed wakeups (median of 5 interleaved pairs,
-    /// README "Results"), with no loss on the other workloads measured.
+    /// README "Results"); neutral on schbench `-t 4 -s 0`, mixed on the
+    /// `feature_ab` example (ping-pong round trips −18% to 0%).
     TtwuQueueDelayed = "TTWU_QUEUE_DELAYED", default true, source "runtime (proposed kernel switch)";
     /// Runtime's own: with TTWU_QUEUE, remote wakeups go through the
     /// target's wakelist even when the target is busy (the kernel queues

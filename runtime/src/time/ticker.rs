@@ -141,17 +141,18 @@ pub(crate) fn ticker_main(sh: Arc<Shared>) {
 }
 
 /// Readiness coalescing while the ticker is the reactor's poller: after a
-/// reactor wait that dispatched readiness, the ticker sleeps this long on
-/// its futex (or less, for a tick or timer) before it blocks in the reactor
-/// again, when that dispatch came within this long of the previous one. Each wake-up of the ticker is a kernel context switch on a CPU
-/// that a busy worker is using; under a stream of readiness (every worker
-/// busy with I/O-bound tasks) waking once per event cost more than the I/O
-/// itself: in three interleaved pairs `echo_server` (50 clients, 2
-/// workers) did 84–90 k requests/s without coalescing and 127–135 k with
-/// it, with a lower p99 (1.1 ms → 0.74 ms); `hackbench` green did not
-/// change (its 160 tasks keep the reactor busy either way). Sparse
-/// readiness is delivered at once; readiness in a burst waits at most this
-/// long, about two `preempt_point` distances of a well-behaved CPU loop.
+/// reactor wait that dispatched readiness within this long of the previous
+/// dispatch (a burst), the ticker sleeps this long on its futex (or less,
+/// for a tick or timer) before it blocks in the reactor again. Each
+/// wake-up of the ticker is a kernel context switch on a CPU that a busy
+/// worker is using; under a stream of readiness (every worker busy with
+/// I/O-bound tasks) waking once per event cost more than the I/O itself:
+/// in three interleaved pairs `echo_server` (50 clients, 2 workers) did
+/// 84–90 k requests/s without coalescing and 127–135 k with it, with a
+/// lower p99 (1.1 ms → 0.74 ms); `hackbench` green did not change (its 160
+/// tasks keep the reactor busy either way). Sparse readiness is delivered
+/// at once; readiness in a burst waits at most this long, about two
+/// `preempt_point` distances of a well-behaved CPU loop.
 const REACTOR_COALESCE_NS: u64 = 100_000;
 
 /// The ticker's readiness-coalescing state (see [`REACTOR_COALESCE_NS`]).

@@ -7,22 +7,11 @@ use eevdf_rt::sync::channel::{
     TryRecvError, TrySendError,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(v) => v,
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            std::panic::resume_unwind(h.join().expect_err("no result, no panic"))
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test did not finish within {limit:?}"),
-    }
-}
+mod common;
+use common::within;
 
 fn rt() -> eevdf_rt::Runtime {
     eevdf_rt::Builder::new().workers(2).build().unwrap()

@@ -3,25 +3,14 @@
 
 use eevdf_rt::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::within;
 
 /// Runs `f` on a helper thread and fails the test if it takes longer than
 /// `limit` (a hang becomes a failure instead of a stuck CI job).
-fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(v) => v,
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            std::panic::resume_unwind(h.join().expect_err("no result, no panic"))
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test did not finish within {limit:?}"),
-    }
-}
-
 fn rt() -> eevdf_rt::Runtime {
     eevdf_rt::Builder::new().workers(2).build().unwrap()
 }

@@ -47,3 +47,19 @@ pub fn burn(d: Duration) {
         std::hint::spin_loop();
     }
 }
+
+/// Runs `f` on a helper thread; fails the test if it does not finish
+/// within `limit`, and re-raises its panic if it panicked.
+pub fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(v) => v,
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(h.join().expect_err("no result, no panic"))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test did not finish within {limit:?}"),
+    }
+}

@@ -1,11 +1,13 @@
 //! Message accounting: did every receiver get exactly what was sent?
 //!
 //! Owns: the per-receiver tally ([`Received`]), the per-group check
-//! ([`check_group`]) and the error that names the receiver and what went
+//! ([`check_group`]), the whole run's check over every joined task
+//! ([`verify_groups`]) and the error that names the receiver and what went
 //! wrong ([`VerifyError`]). Every backend funnels its counts through here,
 //! so "lost", "short" and "extra" mean the same thing everywhere. Must not:
 //! do I/O or know how the counts were gathered.
 
+use crate::error::BenchError;
 use std::fmt;
 
 /// What one receiver saw by the time its channel reached end of file.
@@ -130,6 +132,33 @@ impl fmt::Display for VerifyError {
 
 impl std::error::Error for VerifyError {}
 
+/// One group's tasks after they were joined: each sender's completed
+/// loops and each receiver's tally, or why that task failed.
+#[derive(Debug, Default)]
+pub struct GroupOutcome {
+    /// Per sender, in order.
+    pub sent: Vec<Result<u64, BenchError>>,
+    /// Per receiver, in order.
+    pub received: Vec<Result<Received, BenchError>>,
+}
+
+/// Checks a whole run: per group, in order, the first failed sender, then
+/// the first failed receiver, then [`check_group`]; the first error wins.
+/// Returns the number of messages verified.
+pub fn verify_groups(
+    groups: Vec<GroupOutcome>,
+    datasize: usize,
+    expected_loops: Option<u64>,
+) -> Result<u64, BenchError> {
+    let mut messages = 0;
+    for (gi, g) in groups.into_iter().enumerate() {
+        let sent = g.sent.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let received = g.received.into_iter().collect::<Result<Vec<_>, _>>()?;
+        messages += check_group(gi, datasize, expected_loops, &sent, &received)?;
+    }
+    Ok(messages)
+}
+
 /// Checks one group.
 ///
 /// `sent[i]` is the number of loops sender `i` completed (each loop sends one
@@ -207,6 +236,36 @@ mod tests {
             messages,
             partial_bytes: 0,
         }
+    }
+
+    #[test]
+    fn verify_groups_sums_and_reports_the_first_error_in_order() {
+        let good = || GroupOutcome {
+            sent: vec![Ok(3), Ok(3)],
+            received: vec![Ok(ok(6)), Ok(ok(6))],
+        };
+        assert_eq!(
+            verify_groups(vec![good(), good()], 100, Some(3)).unwrap(),
+            24
+        );
+        // Group 1's failed receiver is reported before group 1's count
+        // check, and group 0's lost message before both.
+        let mut failed = good();
+        failed.received[1] = Err(BenchError::Task("group 1 receiver 1 panicked".into()));
+        let mut lossy = good();
+        lossy.received[0] = Ok(ok(5));
+        let err = verify_groups(vec![lossy, failed], 100, Some(3)).unwrap_err();
+        assert!(
+            matches!(err, BenchError::Verify(VerifyError::Lost { group: 0, .. })),
+            "{err}"
+        );
+        let mut failed = good();
+        failed.received[1] = Err(BenchError::Task("group 1 receiver 1 panicked".into()));
+        let err = verify_groups(vec![good(), failed], 100, Some(3)).unwrap_err();
+        assert!(
+            err.to_string().contains("group 1 receiver 1 panicked"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::error::BenchError;
 use crate::gate::Gate;
 use crate::latency::{Priority, ProbeRecorder, ProbeResult, Schedule};
 use crate::transport::make_channels;
-use crate::verify::{check_group, Received};
+use crate::verify::{verify_groups, GroupOutcome, Received};
 use crate::workload::{receive_messages, send_messages, Loops, SendFn};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -156,56 +156,31 @@ impl Load {
 
     /// Joins every thread and checks every group; returns the messages verified.
     pub(crate) fn finish(self) -> Result<u64, BenchError> {
-        let mut first_err: Option<BenchError> = None;
-        let mut messages = 0;
-        let mut sent = Vec::new();
-        let mut received = Vec::new();
-        for (gi, g) in self.groups.into_iter().enumerate() {
-            sent.clear();
-            received.clear();
-            for (i, h) in g.senders.into_iter().enumerate() {
-                match h.join() {
-                    Ok(Ok(n)) => sent.push(n),
-                    Ok(Err(e)) => {
-                        first_err.get_or_insert(BenchError::io(
-                            format!("group {gi} sender {i}: write"),
-                            e,
-                        ));
-                    }
-                    Err(_) => {
-                        first_err.get_or_insert(BenchError::Task(format!(
-                            "group {gi} sender {i} panicked"
-                        )));
-                    }
-                }
-            }
-            for (i, h) in g.receivers.into_iter().enumerate() {
-                match h.join() {
-                    Ok(Ok(r)) => received.push(r),
-                    Ok(Err(e)) => {
-                        first_err.get_or_insert(BenchError::io(
-                            format!("group {gi} receiver {i}: read"),
-                            e,
-                        ));
-                    }
-                    Err(_) => {
-                        first_err.get_or_insert(BenchError::Task(format!(
-                            "group {gi} receiver {i} panicked"
-                        )));
-                    }
-                }
-            }
-            if first_err.is_none() {
-                match check_group(gi, self.datasize, self.expected_loops, &sent, &received) {
-                    Ok(n) => messages += n,
-                    Err(e) => first_err = Some(e.into()),
-                }
+        /// `what` names the task ("group 0 sender 3"), `op` its I/O.
+        fn joined<T>(
+            h: JoinHandle<io::Result<T>>,
+            what: String,
+            op: &str,
+        ) -> Result<T, BenchError> {
+            match h.join() {
+                Ok(r) => r.map_err(|e| BenchError::io(format!("{what}: {op}"), e)),
+                Err(_) => Err(BenchError::Task(format!("{what} panicked"))),
             }
         }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(messages),
-        }
+        let groups = self
+            .groups
+            .into_iter()
+            .enumerate()
+            .map(|(gi, g)| GroupOutcome {
+                sent: (g.senders.into_iter().enumerate())
+                    .map(|(i, h)| joined(h, format!("group {gi} sender {i}"), "write"))
+                    .collect(),
+                received: (g.receivers.into_iter().enumerate())
+                    .map(|(i, h)| joined(h, format!("group {gi} receiver {i}"), "read"))
+                    .collect(),
+            })
+            .collect();
+        verify_groups(groups, self.datasize, self.expected_loops)
     }
 }
 

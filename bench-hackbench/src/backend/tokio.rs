@@ -19,7 +19,7 @@ use super::{
 use crate::error::BenchError;
 use crate::latency::{Priority, ProbeRecorder, ProbeResult, Schedule};
 use crate::transport::{make_channels, TransportKind};
-use crate::verify::{check_group, Received};
+use crate::verify::{verify_groups, GroupOutcome, Received};
 use ::tokio::io::AsyncReadExt;
 use ::tokio::net::unix::pipe;
 use ::tokio::net::{TcpStream, UnixStream};
@@ -319,49 +319,30 @@ impl Load {
 
     /// Awaits every task and checks every group; returns messages verified.
     async fn finish(self) -> Result<u64, BenchError> {
-        let mut first_err: Option<BenchError> = None;
-        let mut messages = 0;
+        /// `what` names the task ("group 0 sender 3").
+        async fn joined<T>(
+            h: tokio::task::JoinHandle<io::Result<T>>,
+            what: String,
+        ) -> Result<T, BenchError> {
+            match h.await {
+                Ok(r) => r.map_err(|e| BenchError::io(what, e)),
+                Err(e) => Err(BenchError::Task(format!("{what}: {e}"))),
+            }
+        }
+        let mut groups = Vec::with_capacity(self.groups.len());
         for (gi, (senders, receivers)) in self.groups.into_iter().enumerate() {
-            let mut sent = Vec::with_capacity(senders.len());
-            let mut received = Vec::with_capacity(receivers.len());
+            let mut g = GroupOutcome::default();
             for (i, h) in senders.into_iter().enumerate() {
-                match h.await {
-                    Ok(Ok(n)) => sent.push(n),
-                    Ok(Err(e)) => {
-                        first_err
-                            .get_or_insert(BenchError::io(format!("group {gi} sender {i}"), e));
-                    }
-                    Err(e) => {
-                        first_err
-                            .get_or_insert(BenchError::Task(format!("group {gi} sender {i}: {e}")));
-                    }
-                }
+                g.sent
+                    .push(joined(h, format!("group {gi} sender {i}")).await);
             }
             for (i, h) in receivers.into_iter().enumerate() {
-                match h.await {
-                    Ok(Ok(r)) => received.push(r),
-                    Ok(Err(e)) => {
-                        first_err
-                            .get_or_insert(BenchError::io(format!("group {gi} receiver {i}"), e));
-                    }
-                    Err(e) => {
-                        first_err.get_or_insert(BenchError::Task(format!(
-                            "group {gi} receiver {i}: {e}"
-                        )));
-                    }
-                }
+                g.received
+                    .push(joined(h, format!("group {gi} receiver {i}")).await);
             }
-            if first_err.is_none() {
-                match check_group(gi, self.datasize, self.expected_loops, &sent, &received) {
-                    Ok(n) => messages += n,
-                    Err(e) => first_err = Some(e.into()),
-                }
-            }
+            groups.push(g);
         }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(messages),
-        }
+        verify_groups(groups, self.datasize, self.expected_loops)
     }
 }
 

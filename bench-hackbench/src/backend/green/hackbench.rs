@@ -18,7 +18,7 @@ use super::gate::GreenGate;
 use super::{build_runtime, joined, stats_lines};
 use crate::backend::{BackendKind, HackbenchBackend, HackbenchConfig, HackbenchRun};
 use crate::error::BenchError;
-use crate::verify::{check_group, Received};
+use crate::verify::{verify_groups, GroupOutcome, Received};
 use crate::workload::Loops;
 use eevdf_rt::{JoinHandle, Runtime};
 use std::io;
@@ -215,39 +215,19 @@ impl Load {
     /// Joins every green thread and checks every group; returns the
     /// messages verified.
     pub(crate) fn finish(self) -> Result<u64, BenchError> {
-        let mut first_err: Option<BenchError> = None;
-        let mut messages = 0;
-        let mut sent = Vec::new();
-        let mut received = Vec::new();
-        for (gi, g) in self.groups.into_iter().enumerate() {
-            sent.clear();
-            received.clear();
-            for (i, h) in g.senders.into_iter().enumerate() {
-                match joined(h.join(), || format!("group {gi} sender {i}: write")) {
-                    Ok(n) => sent.push(n),
-                    Err(e) => {
-                        first_err.get_or_insert(e);
-                    }
-                }
-            }
-            for (i, h) in g.receivers.into_iter().enumerate() {
-                match joined(h.join(), || format!("group {gi} receiver {i}: read")) {
-                    Ok(r) => received.push(r),
-                    Err(e) => {
-                        first_err.get_or_insert(e);
-                    }
-                }
-            }
-            if first_err.is_none() {
-                match check_group(gi, self.datasize, self.expected_loops, &sent, &received) {
-                    Ok(n) => messages += n,
-                    Err(e) => first_err = Some(e.into()),
-                }
-            }
-        }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(messages),
-        }
+        let groups = self
+            .groups
+            .into_iter()
+            .enumerate()
+            .map(|(gi, g)| GroupOutcome {
+                sent: (g.senders.into_iter().enumerate())
+                    .map(|(i, h)| joined(h.join(), || format!("group {gi} sender {i}: write")))
+                    .collect(),
+                received: (g.receivers.into_iter().enumerate())
+                    .map(|(i, h)| joined(h.join(), || format!("group {gi} receiver {i}: read")))
+                    .collect(),
+            })
+            .collect();
+        verify_groups(groups, self.datasize, self.expected_loops)
     }
 }

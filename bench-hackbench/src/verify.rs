@@ -23,6 +23,20 @@ pub struct Received {
     pub partial_bytes: usize,
 }
 
+impl Received {
+    /// Counts `n` more bytes read into `size`-byte messages: a receiver
+    /// reads into `buf[self.partial_bytes..size]` (the rest of the current
+    /// message, as hackbench does) and then calls this.
+    #[inline]
+    pub fn add(&mut self, n: usize, size: usize) {
+        self.partial_bytes += n;
+        if self.partial_bytes == size {
+            self.messages += 1;
+            self.partial_bytes = 0;
+        }
+    }
+}
+
 /// A receiver that did not get exactly the messages its senders sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VerifyError {
@@ -236,6 +250,21 @@ mod tests {
             messages,
             partial_bytes: 0,
         }
+    }
+
+    #[test]
+    fn received_counts_whole_messages_across_partial_reads() {
+        let mut got = Received::default();
+        for n in [60, 40, 100, 30] {
+            got.add(n, 100);
+        }
+        assert_eq!(
+            got,
+            Received {
+                messages: 2,
+                partial_bytes: 30
+            }
+        );
     }
 
     #[test]

@@ -49,20 +49,12 @@ pub fn send_messages(writers: &[BorrowedFd<'_>], msg: &[u8], loops: Loops<'_>) -
 /// current message). Returns the tally for `verify`.
 pub fn receive_messages(reader: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Received> {
     let size = buf.len();
-    let mut messages = 0u64;
-    let mut done = 0usize;
+    let mut got = Received::default();
     loop {
-        let n = read_some(reader, &mut buf[done..])?;
+        let n = read_some(reader, &mut buf[got.partial_bytes..])?;
         if n == 0 {
-            return Ok(Received {
-                messages,
-                partial_bytes: done,
-            });
+            return Ok(got);
         }
-        done += n;
-        if done == size {
-            messages += 1;
-            done = 0;
-        }
+        got.add(n, size);
     }
 }

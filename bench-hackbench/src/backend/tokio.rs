@@ -223,21 +223,13 @@ async fn receiver(mut reader: Reader, size: usize, barrier: Barrier) -> io::Resu
     if !barrier.wait().await {
         return Ok(Received::default());
     }
-    let mut messages = 0u64;
-    let mut done = 0usize;
+    let mut got = Received::default();
     loop {
-        let n = reader.read(&mut buf[done..]).await?;
+        let n = reader.read(&mut buf[got.partial_bytes..]).await?;
         if n == 0 {
-            return Ok(Received {
-                messages,
-                partial_bytes: done,
-            });
+            return Ok(got);
         }
-        done += n;
-        if done == size {
-            messages += 1;
-            done = 0;
-        }
+        got.add(n, size);
     }
 }
 

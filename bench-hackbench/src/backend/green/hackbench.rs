@@ -89,21 +89,13 @@ pub fn send_messages(writers: &[Writer], msg: &Msg, loops: Loops<'_>) -> io::Res
 /// each read asking for the rest of the current message (as hackbench).
 pub fn receive_messages(reader: &mut Reader, buf: &mut [u8]) -> io::Result<Received> {
     let size = buf.len();
-    let mut messages = 0u64;
-    let mut done = 0usize;
+    let mut got = Received::default();
     loop {
-        let n = reader.read(&mut buf[done..])?;
+        let n = reader.read(&mut buf[got.partial_bytes..])?;
         if n == 0 {
-            return Ok(Received {
-                messages,
-                partial_bytes: done,
-            });
+            return Ok(got);
         }
-        done += n;
-        if done == size {
-            messages += 1;
-            done = 0;
-        }
+        got.add(n, size);
         eevdf_rt::preempt_point();
     }
 }

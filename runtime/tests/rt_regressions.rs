@@ -183,11 +183,11 @@ fn busy_worker_notices_socket_readiness_promptly() {
 /// Write → reader running delays (p50, p90 in µs) for a short-slice reader
 /// sharing one worker with a CPU hog.
 fn readiness_delay() -> (u128, u128) {
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::time::Instant;
     let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
     let (mut tx, rx) = std::os::unix::net::UnixStream::pair().unwrap();
-    let mut rx = eevdf_rt::net::UnixStream::from_std(rx).unwrap();
+    let rx = eevdf_rt::net::UnixStream::from_std(rx).unwrap();
     let epoch = Instant::now();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s = stop.clone();
@@ -200,19 +200,7 @@ fn readiness_delay() -> (u128, u128) {
         }
     });
     // A short-slice reader: how long after each write does it run?
-    let reader = eevdf_rt::task::Builder::new()
-        .slice(Duration::from_micros(100))
-        .nice(-10)
-        .spawn_on(&rt, move || {
-            let mut delays = Vec::new();
-            let mut buf = [0u8; 16];
-            while rx.read_exact(&mut buf).is_ok() {
-                let sent = u128::from_le_bytes(buf);
-                delays.push(epoch.elapsed().as_nanos() - sent);
-            }
-            delays
-        })
-        .unwrap();
+    let reader = spawn_timestamp_reader(&rt, rx, epoch);
     std::thread::sleep(Duration::from_millis(20));
     for i in 0..200u64 {
         // Spread the writes over the tick period.
@@ -261,7 +249,7 @@ fn readiness_reaches_two_busy_workers_promptly() {
 /// CPU hog per worker on 2 workers; `None` if the ticker's priority was not
 /// raised.
 fn readiness_p99_two_busy_workers() -> Option<u128> {
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Instant;
     let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
@@ -291,20 +279,8 @@ fn readiness_p99_two_busy_workers() -> Option<u128> {
         .map(|_| {
             let (tx, rx) = std::os::unix::net::UnixStream::pair().unwrap();
             writers.push(tx);
-            let mut rx = eevdf_rt::net::UnixStream::from_std(rx).unwrap();
-            eevdf_rt::task::Builder::new()
-                .slice(Duration::from_micros(100))
-                .nice(-10)
-                .spawn_on(&rt, move || {
-                    let mut delays = Vec::new();
-                    let mut buf = [0u8; 16];
-                    while rx.read_exact(&mut buf).is_ok() {
-                        let sent = u128::from_le_bytes(buf);
-                        delays.push(epoch.elapsed().as_nanos() - sent);
-                    }
-                    delays
-                })
-                .unwrap()
+            let rx = eevdf_rt::net::UnixStream::from_std(rx).unwrap();
+            spawn_timestamp_reader(&rt, rx, epoch)
         })
         .collect();
     std::thread::sleep(Duration::from_millis(20));
@@ -329,4 +305,28 @@ fn readiness_p99_two_busy_workers() -> Option<u128> {
     }
     delays.sort_unstable();
     Some(delays[delays.len() * 99 / 100] / 1000)
+}
+
+/// A short-slice, high-priority green thread that reads 16-byte timestamps
+/// (ns since `epoch`) until end of stream and returns, for each, how long
+/// after it was written the reader ran (ns).
+fn spawn_timestamp_reader(
+    rt: &eevdf_rt::Runtime,
+    mut rx: eevdf_rt::net::UnixStream,
+    epoch: Instant,
+) -> eevdf_rt::JoinHandle<Vec<u128>> {
+    use std::io::Read;
+    eevdf_rt::task::Builder::new()
+        .slice(Duration::from_micros(100))
+        .nice(-10)
+        .spawn_on(rt, move || {
+            let mut delays = Vec::new();
+            let mut buf = [0u8; 16];
+            while rx.read_exact(&mut buf).is_ok() {
+                let sent = u128::from_le_bytes(buf);
+                delays.push(epoch.elapsed().as_nanos() - sent);
+            }
+            delays
+        })
+        .unwrap()
 }

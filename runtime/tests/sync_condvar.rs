@@ -7,26 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::within;
+use common::{within, H};
 
 fn rt() -> eevdf_rt::Runtime {
     eevdf_rt::Builder::new().workers(2).build().unwrap()
-}
-
-/// A green thread or an OS thread of a test (an OS thread must never be
-/// joined from a green thread: that would block a worker).
-enum H {
-    Green(eevdf_rt::JoinHandle<()>),
-    Os(std::thread::JoinHandle<()>),
-}
-
-impl H {
-    fn join(self) {
-        match self {
-            H::Green(h) => h.join().unwrap(),
-            H::Os(h) => h.join().unwrap(),
-        }
-    }
 }
 
 /// A bounded queue made of a Mutex and two Condvars.

@@ -63,3 +63,19 @@ pub fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send +
         Err(mpsc::RecvTimeoutError::Timeout) => panic!("test did not finish within {limit:?}"),
     }
 }
+
+/// A green thread or an OS thread of a test (an OS thread must never be
+/// joined from a green thread: that would block a worker).
+pub enum H {
+    Green(eevdf_rt::JoinHandle<()>),
+    Os(std::thread::JoinHandle<()>),
+}
+
+impl H {
+    pub fn join(self) {
+        match self {
+            H::Green(h) => h.join().unwrap(),
+            H::Os(h) => h.join().unwrap(),
+        }
+    }
+}

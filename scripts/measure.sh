@@ -5,7 +5,7 @@
 #
 #   scripts/measure.sh            # everything (about 25 minutes on 2 vCPUs)
 #   scripts/measure.sh schbench   # one part: schbench | features | hackbench | latency | spawn |
-#                                 #   examples | pairs | validate | criterion
+#                                 #   examples | pairs | validate | ticker | criterion
 #
 # scripts/summarize.py results/<date> prints the medians as Markdown tables.
 set -euo pipefail
@@ -125,6 +125,20 @@ if [[ $part == all || $part == validate ]]; then
       done
     done
   fi
+fi
+
+if [[ $part == all || $part == ticker ]]; then
+  # The ticker's priority (Builder::ticker_nice), interleaved pairs: readiness
+  # over TCP to handlers on two busy workers.
+  : > "$out/ticker-nice-tcp.txt"
+  for r in $(seq 1 $runs); do
+    for n in 0 -10; do
+      echo "== latency_service --transport tcp --ticker-nice $n (run $r)"
+      echo "run $r --ticker-nice $n: $(target/release/examples/latency_service --transport tcp --runtime green \
+          --ticker-nice $n 2>&1 | grep -E 'latency p50|latency p99 |latency p99.9|OS wait' | tr -s ' ' | tr '\n' '|')" \
+        >> "$out/ticker-nice-tcp.txt"
+    done
+  done
 fi
 
 if [[ $part == all || $part == criterion ]]; then

@@ -130,6 +130,10 @@ struct Args {
     /// the I/O reactor is also polled once per tick
     #[arg(long, default_value_t = 1000)]
     tick_us: u64,
+    /// eevdf-rt: the nice level its ticker thread asks for (-20 ..= 19; 0:
+    /// the process's level). Needs CAP_SYS_NICE or RLIMIT_NICE to raise
+    #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
+    ticker_nice: i32,
     /// CPU-bound batch jobs [default: 4 per worker]
     #[arg(long)]
     batch_jobs: Option<usize>,
@@ -190,6 +194,7 @@ struct Plan {
     transport: Transport,
     pin: bool,
     tick: Duration,
+    ticker_nice: i32,
 }
 
 impl Plan {
@@ -234,6 +239,7 @@ impl Plan {
         let batch_nice = cli::check_range("--batch-nice", a.batch_nice, -20..=19)?;
         let tick =
             Duration::from_micros(cli::check_range("--tick-us", a.tick_us, 100..=1_000_000)?);
+        let ticker_nice = cli::check_range("--ticker-nice", a.ticker_nice, -20..=19)?;
         Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
         let cal = Calibration::measure();
         Ok(Plan {
@@ -252,6 +258,7 @@ impl Plan {
             transport: a.transport,
             pin: !a.no_pin,
             tick,
+            ticker_nice,
         })
     }
 }
@@ -488,6 +495,7 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
         .thread_name(GREEN_THREADS)
         .pin_workers(plan.pin)
         .tick(plan.tick)
+        .ticker_nice(plan.ticker_nice)
         .features(&plan.features)
         .build()
         .map_err(|e| e.to_string())?;
@@ -794,12 +802,13 @@ fn print_header(args: &Args, plan: &Plan) {
         println!("  warning: requests alone need more CPU than the workers have; latency will grow without bound");
     }
     println!(
-        "  eevdf-rt: handlers slice {}, nice {}; batch nice {}, preempt_point() between units; tick {} µs; features {}",
+        "  eevdf-rt: handlers slice {}, nice {}; batch nice {}, preempt_point() between units; tick {} µs (ticker nice {}); features {}",
         plan.handler_slice
             .map_or("base".to_string(), |s| format!("{} µs", s.as_micros())),
         plan.handler_nice,
         plan.batch_nice,
         plan.tick.as_micros(),
+        plan.ticker_nice,
         Features::parse(&plan.features)
             .map(|f| f.diff_from_default())
             .unwrap_or_default(),

@@ -139,8 +139,9 @@ impl Builder {
     /// workers; when the pinned workers keep every CPU busy, a ticker at
     /// nice 0 competes with them for CPU time in the kernel and can wait
     /// milliseconds for a CPU, and everything it delivers waits with it
-    /// (measured: readiness p99 3.2 ms at nice 0, 121 µs at −10, on two
-    /// busy workers). Raising a thread's priority needs `CAP_SYS_NICE` or
+    /// (measured with `scripts/measure.sh ticker`: the `latency_service`
+    /// example over TCP on two busy workers had a p99 of 2.5–2.8 ms at
+    /// nice 0 and 0.5–1.0 ms at −10). Raising a thread's priority needs `CAP_SYS_NICE` or
     /// `RLIMIT_NICE` (`ulimit -e`); without them the ticker stays at the
     /// process's level and the runtime works as before.
     /// [`Runtime::ticker_nice`] says what the kernel granted. Use 0 to

@@ -71,6 +71,28 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The time-stamp counter (`rdtsc`); 0 where there is none (callers check
+/// [`has_tsc`] first).
+#[inline]
+pub(crate) fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `rdtsc` has no memory operands and is available on every
+        // x86-64 CPU; it only reads the counter (not serialising: the
+        // runtime's uses tolerate a few cycles of reordering).
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// Whether [`tsc`] reads a real counter on this architecture.
+pub(crate) fn has_tsc() -> bool {
+    cfg!(target_arch = "x86_64")
+}
+
 /// Number of CPUs this process may run on.
 pub(crate) fn allowed_cpus() -> usize {
     std::thread::available_parallelism()

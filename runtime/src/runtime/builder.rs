@@ -153,6 +153,8 @@ impl Builder {
 
     /// Validates the configuration and starts the runtime.
     pub fn build(self) -> Result<Runtime, Error> {
+        // Choose and calibrate the clock now, not on the first switch.
+        crate::time::clock::init();
         let workers = self.workers.unwrap_or_else(sys::allowed_cpus);
         if !(1..=MAX_WORKERS).contains(&workers) {
             return Err(Error::invalid("workers", workers, "1 ..= 256"));

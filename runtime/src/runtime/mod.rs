@@ -98,6 +98,20 @@ impl Runtime {
         self.shared.ticker_nice.load(Ordering::Relaxed)
     }
 
+    /// The clock the scheduler charges time with: `"tsc"` (the calibrated
+    /// invariant time-stamp counter, where the CPU and the kernel's
+    /// clocksource say it is safe) or `"monotonic"` (vDSO
+    /// `CLOCK_MONOTONIC`; forced with `EEVDF_RT_CLOCK=monotonic`).
+    ///
+    /// ```
+    /// let rt = eevdf_rt::Builder::new().workers(1).build()?;
+    /// assert!(["tsc", "monotonic"].contains(&rt.clock_source()));
+    /// # Ok::<(), eevdf_rt::Error>(())
+    /// ```
+    pub fn clock_source(&self) -> &'static str {
+        crate::time::clock::source()
+    }
+
     /// Runs `f` as a green thread and blocks the calling OS thread until it
     /// returns; a panic in `f` resumes on the caller.
     ///

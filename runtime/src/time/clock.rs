@@ -187,7 +187,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         let (c1, m1) = (now(), sys::monotonic_ns());
         let (dc, dm) = ((c1 - c0) as f64, (m1 - m0) as f64);
-        assert!((dc / dm - 1.0).abs() < 0.01, "clock {dc} ns vs monotonic {dm} ns");
+        assert!(
+            (dc / dm - 1.0).abs() < 0.01,
+            "clock {dc} ns vs monotonic {dm} ns"
+        );
         // and it reads the same time, not just the same rate
         let off = now() as i128 - sys::monotonic_ns() as i128;
         assert!(off.abs() < 1_000_000, "offset {off} ns");

@@ -51,6 +51,17 @@ pub(crate) fn count(sh: &Shared, waker: Option<usize>, c: Counter) {
 /// Callers publish their wake condition (with a `SeqCst` store, or under a
 /// lock the sleeper also takes before blocking) before calling.
 pub(crate) fn wake_task(t: &TaskRef) -> bool {
+    wake(t, false)
+}
+
+/// [`wake_task`] with the sync hint: the caller (a channel operation)
+/// usually blocks next, so the wakee may be placed on its worker (WA_SYNC).
+pub(crate) fn wake_task_sync(t: &TaskRef) -> bool {
+    wake(t, true)
+}
+
+#[inline]
+fn wake(t: &TaskRef, sync: bool) -> bool {
     // Lock-free early out (task::state rule 1): a task that is not blocked
     // either never slept or is already being woken.
     if !t.st.is_blocked() {
@@ -74,7 +85,7 @@ pub(crate) fn wake_task(t: &TaskRef) -> bool {
         return true;
     }
     t.st.wait_off_cpu();
-    let target = placement::select_worker(sh, t, prev, waker);
+    let target = placement::select_worker(sh, t, prev, waker, sync);
     let mut kind = activation::WAKE;
     if target != prev {
         kind |= activation::MIGRATED;

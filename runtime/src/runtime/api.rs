@@ -89,34 +89,33 @@ fn preempt_slow() {
     let flags = w.flags();
     let mut tick = false;
     let mut switch = flags & (RESCHED | TIMER) != 0;
+    if flags & (WAKELIST | TICK) == 0 {
+        if switch {
+            w.clear_flags(TIMER);
+            switch_out(Switch::Preempt { tick });
+        }
+        return;
+    }
+    // One clock read and one lock for both.
+    let now = clock::now();
+    let mut rq = w.lock_rq(sh, now);
     if flags & WAKELIST != 0 {
         // Remote wakeups queued for us while we run: enqueue them now (the
         // kernel does this in the reschedule IPI) so they compete at once.
-        let now = clock::now();
-        let (preempt, deadline) = {
-            let mut rq = w.lock();
-            let p = crate::worker::run::drain_wakelist(sh, w, &mut rq, now);
-            w.publish_nr_running(sh, &rq);
-            (p, w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick)))
-        };
-        if preempt {
-            switch = true;
-        } else {
-            crate::time::ticker::check_deadline(sh, deadline);
-        }
+        switch |= crate::worker::run::drain_wakelist(sh, w, &mut rq, now);
     }
+    let mut resched = false;
     if flags & TICK != 0 {
         w.clear_flags(TICK);
-        let now = clock::now();
-        let (resched, deadline, queued) = {
-            let mut rq = w.lock();
-            let r = rq.q.tick(now);
-            let d = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
-            (r, d, rq.q.nr_queued())
-        };
-        if !resched {
-            crate::time::ticker::check_deadline(sh, deadline);
-        }
+        resched = rq.q.tick(now);
+    }
+    let queued = rq.q.nr_queued();
+    if switch || resched {
+        // we switch below: no preemption timer to arm for this task
+        rq.request_resched();
+    }
+    drop(rq);
+    if flags & TICK != 0 {
         if sh.feature(Feature::NewidleBalance) {
             crate::wake::balance::kick_idle_for_balance(sh, w, queued, now);
         }
@@ -246,22 +245,22 @@ pub fn in_green_thread() -> bool {
 pub fn set_nice(nice: i32) -> Result<(), Error> {
     let me = tls::current().ok_or(Error::NotGreenThread { call: "set_nice" })?;
     nice_index(nice)?;
-    let (_, w) = tls::this_worker().expect("a green thread runs on a worker");
+    let (sh, w) = tls::this_worker().expect("a green thread runs on a worker");
     let old = me.nice();
     let now = clock::now();
     {
-        let mut rq = w.lock();
+        let mut rq = w.lock_rq(sh, now);
         let slot = rq.q.curr().expect("a running green thread is current");
         rq.q.reweight(slot, nice, now)?;
+        if nice > old {
+            // Less share now: let EEVDF decide whether we still run (the
+            // kernel's prio_changed_fair reschedules a running task that
+            // got a lower priority).
+            rq.request_resched();
+        }
     }
     let custom = me.custom_slice();
     me.set_mirrors(nice, (custom != 0).then_some(custom));
-    if nice > old {
-        // Less share now: let EEVDF decide whether we still run (the
-        // kernel's prio_changed_fair reschedules a running task that got
-        // a lower priority).
-        w.set_flags(RESCHED);
-    }
     preempt_point();
     Ok(())
 }
@@ -270,10 +269,11 @@ pub fn set_nice(nice: i32) -> Result<(), Error> {
 pub fn set_slice(slice: Duration) -> Result<(), Error> {
     let me = tls::current().ok_or(Error::NotGreenThread { call: "set_slice" })?;
     let ns = check_slice(slice.as_nanos().min(u64::MAX as u128) as u64)?;
-    let (_, w) = tls::this_worker().expect("a green thread runs on a worker");
+    let (sh, w) = tls::this_worker().expect("a green thread runs on a worker");
     let now = clock::now();
     {
-        let mut rq = w.lock();
+        // the guard re-arms HRTICK for the new slice
+        let mut rq = w.lock_rq(sh, now);
         let slot = rq.q.curr().expect("a running green thread is current");
         rq.q.set_slice(slot, Some(ns), now)?;
     }

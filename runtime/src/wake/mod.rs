@@ -25,8 +25,8 @@ use crate::stats::Counter;
 use crate::task::state::{BLOCKED, NOT_QUEUED, QUEUED, RUNNING, WAKING};
 use crate::task::tcb::activation;
 use crate::task::TaskRef;
-use crate::time::{clock, ticker};
-use crate::worker::{tls, Rq, Worker, RESCHED};
+use crate::time::clock;
+use crate::worker::{tls, Rq, Worker};
 
 /// The waker's worker index if this thread is a worker of `sh`.
 #[inline]
@@ -122,7 +122,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             return true;
         }
         let now = clock::now();
-        let mut rq = w.lock();
+        let mut rq = w.lock_rq(sh, now);
         if t.cpu() != cpu {
             continue; // moved while we waited for the lock; retry on its new worker
         }
@@ -134,19 +134,14 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             rq.q.requeue_delayed(slot, now);
             count(sh, waker, Counter::delayed_wakeups);
         }
-        let mut deadline = u64::MAX;
-        if rq.q.curr() != Some(slot) {
-            if rq.q.wakeup_preempt(slot, WakeFlags::NONE, now) {
-                w.set_flags(RESCHED);
-                count(sh, waker, Counter::wakeup_preemptions);
-            } else {
-                // The wakee may have shortened the running task's protection.
-                deadline = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
-            }
+        // Otherwise the guard re-arms HRTICK: the wakee may have shortened
+        // the running task's protection.
+        if rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, WakeFlags::NONE, now) {
+            rq.request_resched();
+            count(sh, waker, Counter::wakeup_preemptions);
         }
         t.st.set_state(RUNNING);
         drop(rq);
-        ticker::check_deadline(sh, deadline);
         count(
             sh,
             waker,
@@ -201,21 +196,12 @@ fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kin
     }
     let w = &sh.workers[target];
     let now = clock::now();
-    let mut rq = w.lock();
-    let preempt = activate(sh, w, &mut rq, t.clone(), kind, now);
-    w.publish_nr_running(sh, &rq);
-    let deadline = if preempt {
-        u64::MAX
-    } else {
-        w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick))
-    };
-    drop(rq);
-    if preempt {
-        w.set_flags(RESCHED);
+    let mut rq = w.lock_rq(sh, now);
+    if activate(sh, w, &mut rq, t.clone(), kind, now) {
+        rq.request_resched();
         count(sh, waker, Counter::wakeup_preemptions);
-    } else {
-        ticker::check_deadline(sh, deadline);
     }
+    drop(rq);
     count(
         sh,
         waker,

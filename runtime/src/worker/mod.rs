@@ -17,7 +17,7 @@ pub(crate) mod wakelist;
 use crate::context::StackPool;
 use crate::lock::ShortLock;
 use crate::runtime::shared::Shared;
-use crate::sched::{Features, Params, RunQueue};
+use crate::sched::{Feature, Features, Params, RunQueue};
 use crate::stats::Counters;
 use crate::task::TaskRef;
 use crate::task::Tcb;
@@ -72,6 +72,73 @@ pub(crate) struct Worker {
     pub(crate) stats: CachePadded<Counters>,
 }
 
+/// A worker's run queue, locked to be changed.
+///
+/// Dropping it applies, in this order, the steps that must follow any
+/// change to a run queue:
+///
+/// 1. publish the queue length (`nr_running`, and the runtime's
+///    `overloaded` count) for placement, balancing and the park re-check;
+/// 2. arm the preemption timer (HRTICK) for the running task's new
+///    protection or slice end — unless a reschedule was requested;
+/// 3. unlock;
+/// 4. set `RESCHED` if a reschedule was requested (the running task
+///    honours it at its next preemption point), otherwise tell the ticker
+///    if it must now wake earlier for this worker.
+///
+/// Kicking a parked worker stays with the caller: only a remote inline
+/// enqueue needs it.
+pub(crate) struct RqGuard<'a> {
+    sh: &'a Shared,
+    w: &'a Worker,
+    now: u64,
+    resched: bool,
+    rq: Option<MutexGuard<'a, Rq>>,
+}
+
+impl RqGuard<'_> {
+    /// Asks the running task to reschedule (a wakeup or the tick preempts it).
+    #[inline]
+    pub(crate) fn request_resched(&mut self) {
+        self.resched = true;
+    }
+}
+
+impl std::ops::Deref for RqGuard<'_> {
+    type Target = Rq;
+    #[inline]
+    fn deref(&self) -> &Rq {
+        self.rq.as_ref().expect("locked until dropped")
+    }
+}
+
+impl std::ops::DerefMut for RqGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Rq {
+        self.rq.as_mut().expect("locked until dropped")
+    }
+}
+
+impl Drop for RqGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let Some(rq) = self.rq.take() else { return };
+        self.w.publish_nr_running(self.sh, &rq);
+        let deadline = if self.resched {
+            u64::MAX
+        } else {
+            self.w
+                .arm_preempt(&rq, self.now, self.sh.feature(Feature::Hrtick))
+        };
+        drop(rq);
+        if self.resched {
+            self.w.set_flags(RESCHED);
+        } else {
+            crate::time::ticker::check_deadline(self.sh, deadline);
+        }
+    }
+}
+
 pub(crate) struct Hot {
     pub(crate) idle: IdleState,
     pub(crate) flags: AtomicU32,
@@ -108,10 +175,27 @@ impl Worker {
         }
     }
 
-    /// Locks the run queue.
+    /// Locks the run queue without its follow-up steps: for what does not
+    /// change the queue (timers, stacks, counters, shutdown) and for the
+    /// balancer, which holds two queues and publishes both itself.
     #[inline]
     pub(crate) fn lock(&self) -> MutexGuard<'_, Rq> {
         self.rq.lock()
+    }
+
+    /// Locks the run queue to change it, at time `now` (the caller's one
+    /// clock read). The guard applies every follow-up step when it is
+    /// dropped (see [`RqGuard`]), so no path that changes a queue can
+    /// forget one.
+    #[inline]
+    pub(crate) fn lock_rq<'a>(&'a self, sh: &'a Shared, now: u64) -> RqGuard<'a> {
+        RqGuard {
+            sh,
+            w: self,
+            now,
+            resched: false,
+            rq: Some(self.rq.lock()),
+        }
     }
 
     /// The idle state.
@@ -191,9 +275,9 @@ impl Worker {
     /// Arms the preemption timer for the current task (under the lock):
     /// `now` + the time until its protection or slice ends (HRTICK), or
     /// disarms it. Returns the earliest instant the ticker must wake for
-    /// this worker (timer or preemption); the caller passes it to
-    /// `ticker::check_deadline` after dropping the lock.
-    pub(crate) fn arm_preempt(&self, rq: &Rq, now: u64, hrtick: bool) -> u64 {
+    /// this worker (timer or preemption); [`RqGuard`] passes it to
+    /// `ticker::check_deadline` after unlocking.
+    fn arm_preempt(&self, rq: &Rq, now: u64, hrtick: bool) -> u64 {
         let at = if hrtick {
             // At least MIN_PREEMPT_DELAY away, like the kernel's hrtick
             // minimum: a horizon that has just passed is handled by the

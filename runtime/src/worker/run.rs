@@ -84,7 +84,7 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     if w.next_timer.load(Ordering::Relaxed) <= now {
         fire_timers(w, now, &mut local.expired);
     }
-    let mut rq = w.lock();
+    let mut rq = w.lock_rq(sh, now);
     let prev = local.prev.take();
     let mut preempted: Option<(u64, bool)> = None;
     let prev_id = prev.as_ref().map(|(p, _)| p.get().id);
@@ -101,10 +101,8 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
             return None;
         }
         if let Some(next) = pick(w, &mut rq, now) {
-            w.publish_nr_running(sh, &rq);
-            let deadline = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
+            // publishes the queue length and arms HRTICK for `next`
             drop(rq);
-            ticker::check_deadline(sh, deadline);
             if prev_id != Some(next.get().id) {
                 w.stats.inc(Counter::context_switches);
                 if let Some((_, tick)) = preempted {
@@ -116,14 +114,13 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
             }
             return Some(next);
         }
-        w.publish_nr_running(sh, &rq);
         drop(rq);
         go_idle(sh, w, local);
         now = clock::now();
         if w.next_timer.load(Ordering::Relaxed) <= now {
             fire_timers(w, now, &mut local.expired);
         }
-        rq = w.lock();
+        rq = w.lock_rq(sh, now);
     }
 }
 

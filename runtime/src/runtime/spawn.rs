@@ -66,7 +66,8 @@ where
         let stack = rq.stacks.get(stack_size)?;
         tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
         sh.registry.insert(target, &tcb);
-        let entity = tcb.entity.lock().take().expect("new task has its entity");
+        // SAFETY: the task is not published yet: the spawner owns it.
+        let entity = unsafe { tcb.take_entity() };
         let slot =
             rq.q.enqueue(entity, tcb.clone(), EnqueueFlags::INITIAL, now);
         tcb.set_slot(slot);

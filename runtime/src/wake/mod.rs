@@ -243,11 +243,12 @@ pub(crate) fn activate(
         }
         flags = WakeFlags::NONE;
     } else {
-        let entity = t
-            .entity
-            .lock()
-            .take()
-            .expect("a task off every run queue keeps its entity");
+        // SAFETY: `t` is not queued (checked above, under this lock) and
+        // reached us through its claim: either we are the waker that set
+        // WAKING after observing NOT_QUEUED (ttwu_queue inline), or we
+        // drain the wakelist it was pushed to by that waker, or it is a new
+        // task posted by its spawner.
+        let entity = unsafe { t.take_entity() };
         let enqueue = if kind & activation::NEW != 0 {
             EnqueueFlags::INITIAL
         } else if kind & activation::MIGRATED != 0 {

@@ -16,7 +16,7 @@ use crate::context::{Resumed, Switch};
 use crate::runtime::shared::Shared;
 use crate::sched::{Dequeue, DequeueFlags, Feature, Pick};
 use crate::stats::Counter;
-use crate::task::state::{BLOCKED, DEAD, NOT_QUEUED, QUEUED, RUNNING};
+use crate::task::state::{BLOCKED, DEAD, QUEUED, RUNNING};
 use crate::task::{TaskRef, Tcb};
 use crate::time::{clock, ticker};
 use crate::wake::{self, balance};
@@ -164,12 +164,7 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, prev: Running, why: Resumed
                 };
                 match rq.q.dequeue(slot, DequeueFlags::SLEEP, now) {
                     Dequeue::Delayed => w.stats.inc(Counter::delayed_dequeues),
-                    Dequeue::Removed(entity, task) => {
-                        *task.entity.lock() = Some(entity);
-                        // Release: the saved entity happens-before a
-                        // waker's acquire read of NOT_QUEUED.
-                        task.st.set_on_rq(NOT_QUEUED);
-                    }
+                    Dequeue::Removed(entity, task) => task.save_entity(entity),
                 }
                 if let Some((deadline, task)) = timer {
                     w.arm_timer(rq, deadline, task);
@@ -232,9 +227,8 @@ fn pick(w: &Worker, rq: &mut Rq, now: u64) -> Option<Running> {
                 return Some(t);
             }
             Pick::FinishedDelayed(entity, task) => {
-                *task.entity.lock() = Some(entity);
                 // Release: a waker may take the task and migrate it at once.
-                task.st.set_on_rq(NOT_QUEUED);
+                task.save_entity(entity);
                 w.stats.inc(Counter::delayed_finished_at_pick);
             }
             Pick::Empty => return None,

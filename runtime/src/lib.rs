@@ -50,6 +50,7 @@
 //! * Closures are `Send + 'static`, like `std::thread::spawn`.
 //! * Linux only.
 #![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 #![cfg(target_os = "linux")]
 
 mod context;
@@ -57,6 +58,7 @@ pub mod error;
 mod future;
 pub mod io;
 mod lock;
+mod lockfree;
 mod loom;
 pub mod net;
 mod runtime;

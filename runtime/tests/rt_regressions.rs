@@ -330,3 +330,83 @@ fn spawn_timestamp_reader(
         })
         .unwrap()
 }
+
+/// The thread-local rule: a green thread that migrates between workers must
+/// never see the previous worker's thread-locals. A runtime accessor that
+/// the compiler inlined could keep the TLS address computed before a park
+/// and, after resuming on the other worker, read the other OS thread's
+/// "current task" (another task's id, or none: a panic) or "current
+/// worker" (`set_nice` would then reweight that worker's running task, or
+/// find none and panic).
+///
+/// Two senders pinned to workers 0 and 1 take turns waking one unpinned
+/// receiver through a channel; with WA_SYNC each sync wakeup places it on
+/// the sender's worker, so it migrates on (nearly) every message. After
+/// every park it reads its identity and changes its nice level.
+#[test]
+fn migrating_task_reads_its_own_thread_locals_after_every_park() {
+    let _turn = one_at_a_time();
+    const ROUNDS: u64 = 4_000;
+    let migrations = with_timeout(60, "migrating TLS reader", || {
+        let rt = eevdf_rt::Builder::new()
+            .workers(2)
+            // delayed tasks wake where they are queued: keep them moving
+            .features("NO_DELAY_DEQUEUE,WA_SYNC")
+            .build()
+            .unwrap();
+        let (to_rx, rx) = channel::bounded::<u64>(0);
+        let (go0_tx, go0) = channel::bounded::<()>(1);
+        let (go1_tx, go1) = channel::bounded::<()>(1);
+        let senders: Vec<_> = [(0usize, go0), (1, go1)]
+            .into_iter()
+            .map(|(w, go)| {
+                let tx = to_rx.clone();
+                eevdf_rt::task::Builder::new()
+                    .pin(w)
+                    .spawn_on(&rt, move || {
+                        while go.recv().is_ok() {
+                            if tx.send(w as u64).is_err() {
+                                break;
+                            }
+                        }
+                    })
+                    .unwrap()
+            })
+            .collect();
+        drop(to_rx);
+        let before = rt.stats().total().migrations;
+        let receiver = rt.spawn(move || {
+            let me = eevdf_rt::current().id();
+            let mut seen = [0u64; 2];
+            for i in 0..ROUNDS {
+                let go = if i % 2 == 0 { &go0_tx } else { &go1_tx };
+                go.send(()).unwrap();
+                let from = rx.recv().unwrap();
+                // after the park: every thread-local read must be ours
+                let cur = eevdf_rt::current();
+                assert_eq!(cur.id(), me, "round {i}: another task's handle");
+                assert!(eevdf_rt::in_green_thread());
+                eevdf_rt::set_nice((i % 3) as i32).unwrap();
+                assert_eq!(eevdf_rt::current().nice(), (i % 3) as i32);
+                seen[cur.worker()] += 1;
+                assert_eq!(from, i % 2);
+            }
+            seen
+        });
+        let seen = receiver.join().unwrap();
+        for s in senders {
+            s.join().unwrap();
+        }
+        assert!(
+            seen[0] > 0 && seen[1] > 0,
+            "the receiver never ran on both workers: {seen:?}"
+        );
+        rt.stats().total().migrations - before
+    });
+    eprintln!("{migrations} migrations in {ROUNDS} rounds");
+    // Most messages move the receiver; require a fraction, not all.
+    assert!(
+        migrations >= ROUNDS / 4,
+        "only {migrations} migrations in {ROUNDS} rounds"
+    );
+}

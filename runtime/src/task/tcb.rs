@@ -23,12 +23,12 @@
 //!   [`ContextCell`]).
 
 use crate::context::{GreenContext, SuspendSlot};
+use crate::lockfree::wakelist::Linked;
 use crate::loom::AtomicPtr;
 use crate::runtime::shared::Shared;
 use crate::sched::{Entity, Slot};
 use crate::task::state::TaskState;
 use crate::worker::mask::WorkerMask;
-use crate::worker::wakelist::Linked;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;

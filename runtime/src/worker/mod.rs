@@ -12,10 +12,10 @@ pub(crate) mod idle;
 pub mod mask;
 pub(crate) mod run;
 pub(crate) mod tls;
-pub(crate) mod wakelist;
 
 use crate::context::StackPool;
 use crate::lock::ShortLock;
+use crate::lockfree::wakelist::WakeList;
 use crate::runtime::shared::Shared;
 use crate::sched::{Feature, Features, Params, RunQueue};
 use crate::stats::Counters;
@@ -26,7 +26,6 @@ use crossbeam_utils::CachePadded;
 use idle::IdleState;
 use parking_lot::MutexGuard;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use wakelist::WakeList;
 
 /// `flags` bit: a reschedule is pending (honoured at the next preemption point).
 pub(crate) const RESCHED: u32 = 1;

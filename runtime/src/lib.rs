@@ -36,7 +36,7 @@
 //! | `task` | the task control block and its wake-protocol state |
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
-//! | `time` | the clock, timers, the ticker |
+//! | `time` | the cheap clock, timers |
 //! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API |
 //! | [`sync`] | green-aware Futex, Mutex, Condvar, RwLock, Barrier, Semaphore, channels |
 //! | [`Stats`] | schedstat-like counters |

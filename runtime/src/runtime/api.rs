@@ -16,7 +16,8 @@ use crate::task::builder::SpawnOpts;
 use crate::task::{switch_out, Task};
 use crate::time::clock;
 use crate::wake::waiter;
-use crate::worker::{tls, RESCHED, TICK, TIMER, WAKELIST};
+use crate::worker::{tls, RECHECK, RESCHED, WAKELIST};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Spawns a green thread on the runtime of the calling green thread.
@@ -63,15 +64,19 @@ pub fn yield_now() {
 }
 
 /// Honours a pending reschedule — the analogue of the kernel's
-/// `cond_resched()` for long CPU loops. Costs one relaxed load when nothing
-/// is pending (no clock read unless a tick period has passed). Preemption
-/// is cooperative: a green thread that never reaches a preemption point
-/// (this, or any runtime call that can block or wake) keeps its worker.
-/// A no-op on OS threads.
+/// `cond_resched()` for long CPU loops — and serves the worker's
+/// clock-driven duties that have come due: its tick, the HRTICK end of the
+/// running task's protection or slice, its timers, and a paced poll of the
+/// I/O reactor. Costs one relaxed load of the worker's flags and one read
+/// of the cheap clock (`rdtsc` where available) when nothing is due.
+/// Preemption is cooperative: a green thread that never reaches a
+/// preemption point (this, or any runtime call that can block or wake)
+/// keeps its worker. A no-op on OS threads.
 #[inline]
 pub fn preempt_point() {
     if let Some((sh, i)) = tls::worker() {
-        if sh.workers[i].flags() != 0 {
+        let w = &sh.workers[i];
+        if w.flags() != 0 || w.event_due(clock::now()) {
             preempt_slow();
         }
     }
@@ -86,52 +91,59 @@ fn preempt_slow() {
     if tls::current().is_none() {
         return;
     }
-    let flags = w.flags();
-    let mut tick = false;
-    let mut switch = flags & (RESCHED | TIMER) != 0;
-    if flags & (WAKELIST | TICK) == 0 {
+    let now = clock::now();
+    // I/O first: the readiness it dispatches may land on this worker's
+    // queue or wakelist, and is then handled below.
+    crate::worker::run::busy_poll(sh, w, now);
+    let flags = w.flags_acquire();
+    if flags & RECHECK != 0 {
+        w.clear_flags(RECHECK);
+    }
+    let d = &w.deadlines;
+    let tick_due = now >= d.next_tick.load(Ordering::Relaxed);
+    let hrtick_due = now >= w.preempt_at.load(Ordering::Relaxed);
+    // Due timers are fired by the scheduler: switch so it runs. [D] The
+    // kernel fires them from an interrupt; a cooperative runtime switches
+    // at the next preemption point instead.
+    let timer_due = now >= w.next_timer.load(Ordering::Relaxed);
+    let mut switch = flags & RESCHED != 0 || timer_due;
+    if flags & WAKELIST == 0 && !tick_due && !hrtick_due {
+        // Nothing to change in the queue: just plan the next look.
+        w.refresh_next_event();
         if switch {
-            w.clear_flags(TIMER);
-            switch_out(Switch::Preempt { tick });
+            switch_out(Switch::Preempt { tick: false });
         }
         return;
     }
-    // One clock read and one lock for both.
-    let now = clock::now();
-    let mut rq = w.lock_rq(sh, now);
-    if flags & WAKELIST != 0 {
-        // Remote wakeups queued for us while we run: enqueue them now (the
-        // kernel does this in the reschedule IPI) so they compete at once.
-        switch |= crate::worker::run::drain_wakelist(sh, w, &mut rq, now);
-    }
-    let mut resched = false;
-    if flags & TICK != 0 {
-        w.clear_flags(TICK);
-        resched = rq.q.tick(now);
-    }
-    let queued = rq.q.nr_queued();
-    if switch || resched {
-        // we switch below: no preemption timer to arm for this task
-        rq.request_resched();
-    }
-    drop(rq);
-    if flags & TICK != 0 {
-        if sh.feature(Feature::NewidleBalance) {
-            crate::wake::balance::kick_idle_for_balance(sh, w, queued, now);
+    let mut tick = false;
+    let queued = {
+        let mut rq = w.lock_rq(sh, now);
+        if flags & WAKELIST != 0 {
+            // Remote wakeups queued for us while we run: enqueue them now
+            // (the kernel does this in the reschedule IPI) so they compete
+            // at once.
+            switch |= crate::worker::run::drain_wakelist(sh, w, &mut rq, now);
         }
-        if resched {
-            tick = flags & RESCHED == 0;
+        if tick_due {
+            d.next_tick
+                .store(now + sh.config.tick.as_nanos() as u64, Ordering::Relaxed);
+        }
+        // The tick's rules run at a tick and when HRTICK's horizon passes.
+        if (tick_due || hrtick_due) && rq.q.tick(now) && !switch {
+            tick = true;
             switch = true;
         }
-        // Due timers are fired by the scheduler: switch so it runs. [D] The
-        // kernel fires them from an interrupt; a cooperative runtime
-        // switches at the next preemption point instead.
-        if w.next_timer.load(std::sync::atomic::Ordering::Relaxed) <= now {
-            switch = true;
+        if switch {
+            // we switch below: no preemption timer to arm for this task
+            rq.request_resched();
         }
+        rq.q.nr_queued()
+        // the guard publishes, arms HRTICK and recomputes next_event
+    };
+    if tick_due && sh.feature(Feature::NewidleBalance) {
+        crate::wake::balance::kick_idle_for_balance(sh, w, queued, now);
     }
     if switch {
-        w.clear_flags(TIMER);
         switch_out(Switch::Preempt { tick });
     }
 }

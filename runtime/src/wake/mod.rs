@@ -122,7 +122,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             return true;
         }
         let now = clock::now();
-        let mut rq = w.lock_rq(sh, now);
+        let mut rq = w.lock_rq_from(sh, now, waker);
         if t.cpu() != cpu {
             continue; // moved while we waited for the lock; retry on its new worker
         }
@@ -196,7 +196,7 @@ fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kin
     }
     let w = &sh.workers[target];
     let now = clock::now();
-    let mut rq = w.lock_rq(sh, now);
+    let mut rq = w.lock_rq_from(sh, now, waker);
     if activate(sh, w, &mut rq, t.clone(), kind, now) {
         rq.request_resched();
         count(sh, waker, Counter::wakeup_preemptions);

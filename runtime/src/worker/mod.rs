@@ -292,14 +292,19 @@ impl Worker {
     }
 
     /// Refreshes the mirror after the queue changed (under the lock).
-    /// `SeqCst`: a waker that enqueued inline and then checks whether the
-    /// worker is parked pairs with the worker's park-time re-check.
+    ///
+    /// `Release`, not `SeqCst` (an `xchg`, a full barrier, on every queue
+    /// change): the one reader that needs store→load ordering is the park
+    /// re-check of a worker that a remote waker enqueued onto inline, and
+    /// that waker's next step is `IdleState::kick`, which starts with a
+    /// `SeqCst` fence — the same fence pair as the wakelist's Dekker
+    /// argument (`worker::idle`).
     #[inline]
     pub(crate) fn publish_nr_running(&self, sh: &Shared, rq: &Rq) {
         let n = rq.q.nr_queued();
         let old = self.hot.nr_running.load(Ordering::Relaxed);
         if old != n {
-            self.hot.nr_running.store(n, Ordering::SeqCst);
+            self.hot.nr_running.store(n, Ordering::Release);
             // The "someone has a task to spare" count that gates newidle
             // balancing (the kernel's root-domain `overloaded`): touched only
             // when this queue crosses two tasks, so it stays read-mostly.

@@ -2,11 +2,27 @@
 //!
 //! Owns: each worker's shared state — its EEVDF run queue behind its own
 //! lock (with its timers and stack pool), its lock-free wakelist, its idle
-//! state (polling / parked) and its flag word (reschedule / tick pending) —
-//! and the worker loop (`run`): handle the task that just switched out,
-//! drain the wakelist, fire timers, pick with EEVDF, switch; when nothing is
-//! runnable, steal (newidle balance), poll, then park. Must not: decide
-//! policy (that is `sched`) or implement the wake protocol (that is `wake`).
+//! state (polling / parked), its flag word (reschedule, wakelist pending,
+//! recheck deadlines) and its clock-driven deadlines ([`Deadlines`]: tick,
+//! HRTICK, timers, I/O polls, all served by the worker itself) — and the
+//! worker loop (`run`): handle the task that just switched out, drain the
+//! wakelist, fire timers, pick with EEVDF, switch; when nothing is
+//! runnable, steal (newidle balance), poll, then park.
+//!
+//! # Who touches the run queue
+//!
+//! The queue is behind one lock, `Worker::lock_rq`, whose guard
+//! ([`RqGuard`]) applies every follow-up step of a change. Its owner takes
+//! it on every switch and preemption point (uncontended: one CAS). Other
+//! threads take it only for the kernel's inline paths — a remote wakeup
+//! with `NO_TTWU_QUEUE` (or to a busy worker with `NO_TTWU_QUEUE_DEFAULT`,
+//! or of a delayed task with `NO_TTWU_QUEUE_DELAYED`) — and for newidle
+//! balancing (both queues, in index order), statistics and feature
+//! changes. With the default features a remote waker never takes it: it
+//! posts to the wakelist, which the owner drains.
+//!
+//! Must not: decide policy (that is `sched`) or implement the wake
+//! protocol (that is `wake`).
 
 pub(crate) mod idle;
 pub mod mask;

@@ -63,6 +63,7 @@ mod loom;
 pub mod net;
 mod runtime;
 pub mod sched;
+mod shared;
 mod stats;
 pub mod sync;
 mod sys;

@@ -38,7 +38,7 @@
 //! edge-triggered readiness).
 
 use crate::io::source::Direction;
-use crate::runtime::shared::Shared;
+use crate::shared::Shared;
 use crate::wake::waiter::Waiter;
 use parking_lot::Mutex;
 use std::io;

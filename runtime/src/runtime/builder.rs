@@ -4,10 +4,10 @@
 //! value, and starting the runtime (workers pinned one per allowed core;
 //! there is no other thread). Must not: hold runtime state.
 
-use super::shared::{Config, Shared};
 use super::Runtime;
 use crate::error::Error;
 use crate::sched::{base_slice_for, Features, Params, MAX_SLICE, MIN_SLICE};
+use crate::shared::{Config, Shared};
 use crate::sys;
 use crate::task::builder::{MAX_STACK_SIZE, MIN_STACK_SIZE};
 use crate::worker::mask::MAX_WORKERS;

@@ -10,12 +10,10 @@
 pub(crate) mod api;
 pub(crate) mod builder;
 pub(crate) mod join;
-pub(crate) mod registry;
-pub(crate) mod shared;
 pub(crate) mod spawn;
 
+use crate::shared::Shared;
 pub use builder::Builder;
-use shared::Shared;
 
 use crate::error::Error;
 use crate::sched::{Features, RunQueue};

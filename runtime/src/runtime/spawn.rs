@@ -6,10 +6,10 @@
 //! another worker's wakelist and kicked. Must not: wait for the task.
 
 use super::join::{JoinHandle, Packet, PacketGuard};
-use super::shared::Shared;
 use crate::context::GreenContext;
 use crate::error::Error;
 use crate::sched::{EnqueueFlags, Entity, WakeFlags};
+use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::builder::SpawnOpts;
 use crate::task::state::QUEUED;

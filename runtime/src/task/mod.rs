@@ -8,6 +8,7 @@
 pub(crate) mod builder;
 pub(crate) mod current;
 pub(crate) mod handle;
+pub(crate) mod registry;
 pub(crate) mod state;
 pub(crate) mod tcb;
 

@@ -25,8 +25,8 @@
 use crate::context::{GreenContext, SuspendSlot};
 use crate::lockfree::wakelist::Linked;
 use crate::loom::AtomicPtr;
-use crate::runtime::shared::Shared;
 use crate::sched::{Entity, Slot};
+use crate::shared::Shared;
 use crate::task::state::TaskState;
 use crate::worker::mask::WorkerMask;
 use std::cell::UnsafeCell;

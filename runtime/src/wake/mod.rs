@@ -19,8 +19,8 @@ pub(crate) mod balance;
 pub(crate) mod placement;
 pub(crate) mod waiter;
 
-use crate::runtime::shared::Shared;
 use crate::sched::{EnqueueFlags, Feature, WakeFlags};
+use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::state::{BLOCKED, NOT_QUEUED, QUEUED, RUNNING, WAKING};
 use crate::task::tcb::activation;

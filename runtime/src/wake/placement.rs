@@ -9,8 +9,8 @@
 //! take locks.
 
 use super::count;
-use crate::runtime::shared::Shared;
 use crate::sched::Feature;
+use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::Tcb;
 use crate::worker::mask::WorkerMask;

@@ -13,8 +13,8 @@
 
 use super::{idle as idle_state, tls, Rq, Worker, BUSY_POLL_INTERVAL, RECHECK, RESCHED, WAKELIST};
 use crate::context::{Resumed, Switch};
-use crate::runtime::shared::Shared;
 use crate::sched::{Dequeue, DequeueFlags, Feature, Pick};
+use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::state::{BLOCKED, DEAD, QUEUED, RUNNING};
 use crate::task::{TaskRef, Tcb};

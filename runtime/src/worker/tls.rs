@@ -10,7 +10,7 @@
 //! that may block, yield or preempt. Must not: be read on behalf of
 //! another thread.
 
-use crate::runtime::shared::Shared;
+use crate::shared::Shared;
 use crate::worker::Worker;
 use std::cell::Cell;
 use std::ptr;

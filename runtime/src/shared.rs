@@ -1,13 +1,18 @@
-//! State shared by every worker of one runtime.
+//! The hub of one runtime: what every layer below the public API shares.
 //!
 //! Owns: the workers, the idle-worker bitmap, the configuration, the live
-//! feature switches, the task registry, the shutdown flag, the external statistics row and the I/O reactor (created
-//! lazily by `io::reactor::get_or_init`). Must not: run anything.
+//! feature switches, the task registry, the shutdown flag, the external
+//! statistics row and the I/O reactor's slot (created lazily by
+//! `io::reactor::get_or_init`). It lives at the crate root, beside the
+//! layers rather than in the top one (`runtime/`), because every layer
+//! holds it: a task points to its runtime, workers and wakers find each
+//! other through it. Must not: run anything, or hold logic beyond simple
+//! accessors.
 
-use super::registry::Registry;
 use crate::io::reactor::Reactor;
 use crate::sched::{Feature, Features};
 use crate::stats::Counters;
+use crate::task::registry::Registry;
 use crate::worker::mask::AtomicMask;
 use crate::worker::Worker;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};

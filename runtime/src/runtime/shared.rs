@@ -3,9 +3,12 @@
 //! Owns: the workers, the idle-worker bitmap, the configuration, the live
 //! feature switches, the task registry, the shutdown flag, the ticker's
 //! futex word, the external statistics row and the I/O reactor (created
-//! lazily by `io::reactor::get_or_init`). Must not: run anything.
+//! lazily by `io::reactor::get_or_init`) and the `spawn_blocking` pool
+//! (created at its first use). Must not: run anything.
 
+use super::blocking::BlockingPool;
 use super::registry::Registry;
+use crate::context::GuardPolicy;
 use crate::io::reactor::Reactor;
 use crate::sched::{Feature, Features};
 use crate::stats::Counters;
@@ -27,6 +30,12 @@ pub(crate) struct Config {
     pub(crate) name: String,
     /// Nice level the ticker thread asks for (`Builder::ticker_nice`).
     pub(crate) ticker_nice: i32,
+    /// How stacks are protected (`Builder::stack_guard`, `stack_map_budget`).
+    pub(crate) stack_guard: GuardPolicy,
+    /// Bound on the blocking pool's threads (`Builder::max_blocking_threads`).
+    pub(crate) max_blocking_threads: usize,
+    /// How long an idle blocking-pool thread lingers (`Builder::blocking_keep_alive`).
+    pub(crate) blocking_keep_alive: Duration,
 }
 
 /// The runtime's shared state.
@@ -58,6 +67,8 @@ pub(crate) struct Shared {
     pub(crate) reactor: OnceLock<Arc<Reactor>>,
     /// Serialises the reactor's creation.
     pub(crate) reactor_init: parking_lot::Mutex<()>,
+    /// The `spawn_blocking` pool, created at its first use.
+    blocking: OnceLock<Arc<BlockingPool>>,
 }
 
 impl Shared {
@@ -80,7 +91,25 @@ impl Shared {
             spawn_cursor: AtomicUsize::new(0),
             reactor: OnceLock::new(),
             reactor_init: parking_lot::Mutex::new(()),
+            blocking: OnceLock::new(),
         }
+    }
+
+    /// The blocking pool (created at the first call).
+    pub(crate) fn blocking_pool(self: &Arc<Self>) -> &Arc<BlockingPool> {
+        self.blocking.get_or_init(|| {
+            Arc::new(BlockingPool::new(
+                Arc::downgrade(self),
+                self.config.max_blocking_threads,
+                self.config.blocking_keep_alive,
+                &self.config.name,
+            ))
+        })
+    }
+
+    /// The blocking pool, if it was ever used.
+    pub(crate) fn blocking_pool_if_started(&self) -> Option<&Arc<BlockingPool>> {
+        self.blocking.get()
     }
 
     /// The live feature set.

@@ -13,7 +13,7 @@ pub(crate) mod slab;
 pub(crate) mod stack;
 
 pub(crate) use coroutine::{GreenContext, Resumed, SuspendSlot, Switch};
-pub use guard::StackGuard;
 pub(crate) use guard::GuardPolicy;
+pub use guard::StackGuard;
 pub use stack::live_stacks;
 pub(crate) use stack::{GreenStack, StackCache};

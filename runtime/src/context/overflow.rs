@@ -171,13 +171,8 @@ impl Msg {
         let mut off = 0;
         while off < self.len {
             // SAFETY: writing bytes of our own buffer to fd 2.
-            let r = unsafe {
-                libc::write(
-                    2,
-                    self.buf[off..self.len].as_ptr().cast(),
-                    self.len - off,
-                )
-            };
+            let r =
+                unsafe { libc::write(2, self.buf[off..self.len].as_ptr().cast(), self.len - off) };
             if r <= 0 {
                 break;
             }

@@ -74,7 +74,12 @@ pub(crate) fn current_shared() -> Option<Arc<Shared>> {
 }
 
 impl BlockingPool {
-    pub(crate) fn new(runtime: Weak<Shared>, max_threads: usize, keep_alive: Duration, name: &str) -> Self {
+    pub(crate) fn new(
+        runtime: Weak<Shared>,
+        max_threads: usize,
+        keep_alive: Duration,
+        name: &str,
+    ) -> Self {
         BlockingPool {
             state: Mutex::new(State {
                 queue: VecDeque::new(),

@@ -6,8 +6,8 @@
 
 use super::blocking;
 use super::shared::{Config, Shared};
-use crate::context::{guard, overflow, GuardPolicy, StackCache, StackGuard};
 use super::Runtime;
+use crate::context::{guard, overflow, GuardPolicy, StackCache, StackGuard};
 use crate::error::Error;
 use crate::sched::{base_slice_for, Features, Params, MAX_SLICE, MIN_SLICE};
 use crate::sys;
@@ -274,7 +274,8 @@ impl Builder {
                 "1 ..= 65536",
             ));
         }
-        if !(Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&self.blocking_keep_alive)
+        if !(Duration::from_millis(1)..=Duration::from_secs(3600))
+            .contains(&self.blocking_keep_alive)
         {
             return Err(Error::invalid(
                 "blocking_keep_alive",
@@ -314,7 +315,8 @@ impl Builder {
         };
         let ws: Box<[Worker]> = (0..workers)
             .map(|i| {
-                let stacks = StackCache::new(config.stack_size, config.stack_pool, config.stack_guard);
+                let stacks =
+                    StackCache::new(config.stack_size, config.stack_pool, config.stack_guard);
                 Worker::new(i, params, features, stacks)
             })
             .collect();

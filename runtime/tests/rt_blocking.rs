@@ -109,7 +109,7 @@ fn panics_are_returned_and_pool_code_can_spawn() {
         // From a pool thread: spawn a green thread and another blocking job.
         let v = rt
             .spawn_blocking(|| {
-                let g = eevdf_rt::spawn(|| eevdf_rt::in_green_thread());
+                let g = eevdf_rt::spawn(eevdf_rt::in_green_thread);
                 let b = eevdf_rt::task::spawn_blocking(|| 5);
                 (g.join().unwrap(), b.join().unwrap())
             })

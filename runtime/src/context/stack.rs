@@ -13,10 +13,14 @@
 //! * A new slab (`mmap` + guard pages) when no free stack is left: once
 //!   per slab, and slabs double in size up to 1,024 stacks. Done by
 //!   [`StackCache::get`] and [`alloc`].
-//! * `madvise(MADV_DONTNEED)` when free stacks go back to the depot:
-//!   by [`StackCache::put`] once the cache holds more than its capacity
-//!   (half of it goes back, neighbouring stacks in one call), by
-//!   [`StackCache::clear`], and when a [`GreenStack`] is dropped.
+//! * `madvise(MADV_DONTNEED)` when free stacks go back to the depot and
+//!   it already keeps [`WARM_CAP`] of that size warm: the older half of
+//!   those lose their memory, neighbouring stacks in one call. Stacks go
+//!   back by [`StackCache::put`] once the cache holds more than its
+//!   capacity (the older half goes), by [`StackCache::clear`], and when a
+//!   [`GreenStack`] is dropped. The warm stacks of the depot carry stacks
+//!   from the worker where green threads exit to the worker that spawns
+//!   without a page fault each.
 //!
 //! So `get`, `put`, `clear` and dropping a stack must happen outside any
 //! run-queue lock. A cache itself has no lock: its owner (the worker's
@@ -27,7 +31,8 @@
 //! [`live_stacks`] counts stacks handed out of the depot: in use by green
 //! threads or warm in a cache. Once a runtime has shut down and its caches
 //! are cleared, its stacks are back in the depot and no longer counted
-//! (their address space stays reserved for reuse; their memory is freed).
+//! (their address space stays reserved for reuse; their memory is freed,
+//! except for up to [`WARM_CAP`] warm stacks per size).
 
 use super::guard::{self, GuardPolicy, Protection};
 use super::slab::{self, Geometry};
@@ -133,6 +138,9 @@ impl Released {
 /// Stacks of one size and protection.
 struct Class {
     geometry: Geometry,
+    /// Free stacks whose memory is still resident (stride starts), oldest
+    /// first: reused before any other, without a page fault.
+    warm: Vec<usize>,
     /// Free stacks (stride starts), their memory given back.
     free: Vec<usize>,
     /// The slab being carved: its start, the next index, its count.
@@ -147,6 +155,9 @@ const FIRST_SLAB_STACKS: usize = 16;
 const MAX_SLAB_STACKS: usize = 1024;
 /// Most address space in one slab.
 const MAX_SLAB_BYTES: usize = 1 << 30;
+/// Most free stacks per class that keep their memory (a few MiB); beyond
+/// it the older half is `madvise`d away in one batch.
+const WARM_CAP: usize = 4096;
 
 /// Every class of the process (a short list: one per stack size in use).
 static DEPOT: Mutex<Vec<Class>> = Mutex::new(Vec::new());
@@ -158,6 +169,7 @@ fn class_index(depot: &mut Vec<Class>, size: usize, p: Protection) -> usize {
     }
     depot.push(Class {
         geometry: g,
+        warm: Vec::new(),
         free: Vec::new(),
         carving: None,
         next_count: FIRST_SLAB_STACKS,
@@ -194,11 +206,12 @@ pub(crate) fn alloc(
     let mut depot = DEPOT.lock();
     let kinds = policy.protections();
     let mut got = 0;
-    // 1. Free stacks, best protection first.
+    // 1. Free stacks, best protection first; warm ones (newest) first.
     for &p in kinds {
         let c = class_index(&mut depot, size, p);
         while got < n {
-            let Some(region) = depot[c].free.pop() else {
+            let class = &mut depot[c];
+            let Some(region) = class.warm.pop().or_else(|| class.free.pop()) else {
                 break;
             };
             out.push(hand_out(&depot, c, region));
@@ -265,29 +278,41 @@ fn carving_class(
     ))
 }
 
-/// Gives stacks back to the depot: their memory is `madvise`d away
-/// (neighbours in one call), then they are free for reuse.
+/// Gives stacks back to the depot. They stay warm (resident) for reuse
+/// up to [`WARM_CAP`] per class; beyond it the oldest half of the warm
+/// ones have their memory `madvise`d away, neighbours in one call.
 fn release(stacks: &mut [Released]) {
     if stacks.is_empty() {
         return;
     }
-    stacks.sort_unstable_by_key(|s| s.region);
     let mut depot = DEPOT.lock();
-    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(stacks.len());
+    let mut cold: Vec<(usize, u32)> = Vec::new();
     for s in stacks.iter() {
         let class = &mut depot[s.class as usize];
-        let r = class.geometry.release_range(s.region);
-        class.free.push(s.region);
+        class.warm.push(s.region);
+        if class.warm.len() > WARM_CAP {
+            cold.extend(class.warm.drain(..WARM_CAP / 2).map(|r| (r, s.class)));
+        }
+    }
+    LIVE_STACKS.fetch_sub(stacks.len(), Ordering::Relaxed);
+    if cold.is_empty() {
+        return;
+    }
+    cold.sort_unstable();
+    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(cold.len());
+    for &(region, class) in &cold {
+        let class = &mut depot[class as usize];
+        let r = class.geometry.release_range(region);
+        class.free.push(region);
         match ranges.last_mut() {
             Some(last) if last.1 == r.0 => last.1 = r.1,
             _ => ranges.push(r),
         }
     }
-    LIVE_STACKS.fetch_sub(stacks.len(), Ordering::Relaxed);
     // Still under the depot lock: a stack must not be handed out again
-    // before its old contents are gone (a canary written after the
-    // madvise would otherwise be wiped). The depot lock is never taken
-    // under a run-queue lock.
+    // before its old contents are gone (a canary written before the
+    // madvise would be wiped). The depot lock is never taken under a
+    // run-queue lock.
     for (lo, hi) in ranges {
         slab::release(lo, hi);
     }
@@ -389,24 +414,32 @@ mod tests {
     }
 
     #[test]
-    fn stacks_come_back_and_are_reused_zeroed() {
+    fn stacks_come_back_warm_and_beyond_the_warm_cap_zeroed() {
         let p = policy(StackGuard::Auto);
-        let size = 48 * 1024;
-        let mut c = StackCache::new(size, 4, p);
-        let s = c.get(size).unwrap();
-        let top = s.base;
-        // SAFETY: the top word of a stack we own.
-        unsafe { ((top - 8) as *mut u64).write(7) };
+        let size = 44 * 1024;
+        let n = WARM_CAP + 64;
+        let mut v = Vec::new();
+        alloc(size, &p, n, &mut v).unwrap();
+        for s in &v {
+            // SAFETY: the top word of a stack we own.
+            unsafe { ((s.base - 8) as *mut u64).write(7) };
+        }
         let before = live_stacks();
-        c.clear();
-        drop(s);
-        assert!(live_stacks() < before);
-        // Reused from the depot: the old contents are gone.
-        let mut again = Vec::new();
-        alloc(size, &p, 64, &mut again).unwrap();
-        let reused = again.iter().find(|s| s.base == top).expect("reused");
+        let mut cache = StackCache::new(size, 8, p);
+        for s in v.drain(..) {
+            cache.put(s);
+        }
+        cache.clear();
+        assert!(live_stacks() <= before - n);
+        alloc(size, &p, n, &mut v).unwrap();
         // SAFETY: as above.
-        assert_eq!(unsafe { ((reused.base - 8) as *const u64).read() }, 0);
+        let zeroed = v
+            .iter()
+            .filter(|s| unsafe { ((s.base - 8) as *const u64).read() } == 0)
+            .count();
+        let kept = v.len() - zeroed;
+        assert!(zeroed >= WARM_CAP / 2, "{zeroed} zeroed");
+        assert!(kept >= WARM_CAP / 2, "{kept} kept warm");
     }
 
     #[test]

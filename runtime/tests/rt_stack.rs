@@ -226,5 +226,13 @@ fn auto_falls_back_to_canaries_beyond_the_mapping_budget() {
             .unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
         assert!(e.to_string().contains("mapping budget"), "{e}");
+        // `spawn` turns the same error into a panic with the message.
+        let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| strict.spawn(|| ())))
+            .unwrap_err();
+        let msg = p.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.starts_with("Runtime::spawn: ") && msg.contains("mapping budget"),
+            "{msg}"
+        );
     });
 }

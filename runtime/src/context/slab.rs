@@ -1,7 +1,9 @@
 //! Slabs: one memory mapping holding many green-thread stacks, and the
 //! process-wide table of slabs that the overflow handler reads.
 //!
-//! Owns: the `mmap` of a slab and its guard pages (set once per slab),
+//! Owns: the `mmap` of a slab, its guard pages and the prefaulted top
+//! page of each stack (set once per slab, in batched `process_madvise`
+//! calls where the kernel has them),
 //! the geometry of the stacks in it, `madvise` to give a free stack's
 //! memory back, the count of mappings the slabs use, and [`TABLE`]: an
 //! append-only array of slab ranges, published with `Release`, which a
@@ -188,13 +190,17 @@ fn set_guards(g: &Geometry, start: usize, count: usize) -> io::Result<()> {
             Err(io::Error::last_os_error())
         }
     };
+    let pidfd = PidFd::open();
     match g.protection {
         Protection::GuardRegion => {
-            for i in 0..count {
-                // SAFETY: the page lies inside the slab mapped by the caller.
-                check(unsafe {
-                    libc::madvise(g.region(start, i) as *mut _, page, MADV_GUARD_INSTALL)
-                })?;
+            let guards = (0..count).map(|i| g.region(start, i));
+            if !pidfd.advise(guards, page, MADV_GUARD_INSTALL) {
+                for i in 0..count {
+                    // SAFETY: the page lies inside the slab mapped by the caller.
+                    check(unsafe {
+                        libc::madvise(g.region(start, i) as *mut _, page, MADV_GUARD_INSTALL)
+                    })?;
+                }
             }
         }
         Protection::GuardMprotect => {
@@ -210,7 +216,77 @@ fn set_guards(g: &Geometry, start: usize, count: usize) -> io::Result<()> {
             check(unsafe { libc::mprotect(start as *mut _, page, libc::PROT_NONE) })?;
         }
     }
+    // Every stack's first frame goes into its top page (corosensei writes
+    // it when the context is created): fault them all in now, in one call,
+    // rather than one page fault per spawn. Best effort: a kernel without
+    // it leaves them to fault on first use.
+    let tops = (0..count).map(|i| (g.region(start, i) + g.stride - 1) / page * page);
+    pidfd.advise(tops, page, MADV_POPULATE_WRITE);
     Ok(())
+}
+
+/// `madvise` advice that faults pages in for writing (Linux 5.14).
+const MADV_POPULATE_WRITE: libc::c_int = 23;
+
+/// A pidfd of this process, for `process_madvise` (many ranges, one call).
+/// Opened per slab, so a forked child never advises its parent.
+struct PidFd(libc::c_int);
+
+impl PidFd {
+    fn open() -> Self {
+        // SAFETY: plain system calls without memory arguments.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
+        PidFd(fd as libc::c_int)
+    }
+
+    /// Applies `advice` to `len` bytes at each address (in batches of
+    /// 1,024 ranges); `false` if the kernel refused any of it.
+    fn advise(&self, addrs: impl Iterator<Item = usize>, len: usize, advice: libc::c_int) -> bool {
+        if self.0 < 0 {
+            return false;
+        }
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(1024);
+        let mut ok = true;
+        let mut flush = |iov: &mut Vec<libc::iovec>| {
+            if iov.is_empty() {
+                return;
+            }
+            // SAFETY: the iovecs name ranges inside a slab of this process
+            // that nothing else uses yet; the kernel only reads the array.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_process_madvise,
+                    self.0,
+                    iov.as_ptr(),
+                    iov.len(),
+                    advice,
+                    0,
+                )
+            };
+            ok &= r == (iov.len() * len) as libc::c_long;
+            iov.clear();
+        };
+        for a in addrs {
+            iov.push(libc::iovec {
+                iov_base: a as *mut _,
+                iov_len: len,
+            });
+            if iov.len() == 1024 {
+                flush(&mut iov);
+            }
+        }
+        flush(&mut iov);
+        ok
+    }
+}
+
+impl Drop for PidFd {
+    fn drop(&mut self) {
+        if self.0 >= 0 {
+            // SAFETY: closing the descriptor this value owns.
+            unsafe { libc::close(self.0) };
+        }
+    }
 }
 
 /// Gives the memory of `lo .. hi` (page-aligned, inside a slab) back to

@@ -128,3 +128,22 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`, `VmPTE`, …) in KiB.
+pub fn proc_status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| {
+        let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// Number of memory mappings of this process (lines of `/proc/self/maps`).
+pub fn mapping_count() -> Option<usize> {
+    Some(
+        std::fs::read_to_string("/proc/self/maps")
+            .ok()?
+            .lines()
+            .count(),
+    )
+}

@@ -72,7 +72,7 @@ mod time;
 mod wake;
 mod worker;
 
-pub use context::live_stacks;
+pub use context::{live_stacks, StackGuard};
 pub use error::Error;
 pub use future::block_on_future;
 pub use runtime::api::{

@@ -2,14 +2,16 @@
 //!
 //! Owns: the workers, the idle-worker bitmap, the configuration, the live
 //! feature switches, the task registry, the shutdown flag, the external
-//! statistics row and the I/O reactor's slot (created lazily by
-//! `io::reactor::get_or_init`). It lives at the crate root, beside the
-//! layers rather than in the top one (`runtime/`), because every layer
-//! holds it: a task points to its runtime, workers and wakers find each
-//! other through it. Must not: run anything, or hold logic beyond simple
-//! accessors.
+//! statistics row, the I/O reactor's slot (created lazily by
+//! `io::reactor::get_or_init`) and the `spawn_blocking` pool (created at
+//! its first use). It lives at the crate root, beside the layers rather
+//! than in the top one (`runtime/`), because every layer holds it: a task
+//! points to its runtime, workers and wakers find each other through it.
+//! Must not: run anything, or hold logic beyond simple accessors.
 
+use crate::context::GuardPolicy;
 use crate::io::reactor::Reactor;
+use crate::runtime::blocking::BlockingPool;
 use crate::sched::{Feature, Features};
 use crate::stats::Counters;
 use crate::task::registry::Registry;
@@ -29,6 +31,12 @@ pub(crate) struct Config {
     pub(crate) idle_spin: Duration,
     pub(crate) stack_pool: usize,
     pub(crate) name: String,
+    /// How stacks are protected (`Builder::stack_guard`, `stack_map_budget`).
+    pub(crate) stack_guard: GuardPolicy,
+    /// Bound on the blocking pool's threads (`Builder::max_blocking_threads`).
+    pub(crate) max_blocking_threads: usize,
+    /// How long an idle blocking-pool thread lingers (`Builder::blocking_keep_alive`).
+    pub(crate) blocking_keep_alive: Duration,
 }
 
 /// The runtime's shared state.
@@ -50,6 +58,8 @@ pub(crate) struct Shared {
     pub(crate) reactor: OnceLock<Arc<Reactor>>,
     /// Serialises the reactor's creation.
     pub(crate) reactor_init: parking_lot::Mutex<()>,
+    /// The `spawn_blocking` pool, created at its first use.
+    blocking: OnceLock<Arc<BlockingPool>>,
 }
 
 impl Shared {
@@ -67,7 +77,25 @@ impl Shared {
             spawn_cursor: AtomicUsize::new(0),
             reactor: OnceLock::new(),
             reactor_init: parking_lot::Mutex::new(()),
+            blocking: OnceLock::new(),
         }
+    }
+
+    /// The blocking pool (created at the first call).
+    pub(crate) fn blocking_pool(self: &Arc<Self>) -> &Arc<BlockingPool> {
+        self.blocking.get_or_init(|| {
+            Arc::new(BlockingPool::new(
+                Arc::downgrade(self),
+                self.config.max_blocking_threads,
+                self.config.blocking_keep_alive,
+                &self.config.name,
+            ))
+        })
+    }
+
+    /// The blocking pool, if it was ever used.
+    pub(crate) fn blocking_pool_if_started(&self) -> Option<&Arc<BlockingPool>> {
+        self.blocking.get()
     }
 
     /// The live feature set.

@@ -65,6 +65,8 @@ type Co = Coroutine<(), Switch, (), GreenStack>;
 /// A suspended or not yet started green thread.
 pub(crate) struct GreenContext {
     co: Co,
+    /// Where the stack's canary is (0: the stack has a guard page instead).
+    canary: usize,
 }
 
 // SAFETY: see the module documentation ("Why `Send` is sound here"): the
@@ -80,6 +82,7 @@ impl GreenContext {
         F: FnOnce() + Send + 'static,
     {
         let slot = SlotPtr(slot);
+        let canary = stack.canary_at();
         let co = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Switch>, ()| {
             let slot = slot;
             // SAFETY: `slot` points into the task that owns this context;
@@ -87,7 +90,21 @@ impl GreenContext {
             unsafe { (*slot.0).set(yielder) };
             body();
         });
-        GreenContext { co }
+        GreenContext { co, canary }
+    }
+
+    /// Checks the stack's canary, if it has one, after the green thread
+    /// switched out or finished: the worker calls this after every resume.
+    /// Aborts the process with a message naming the running green thread
+    /// (still `tls::current`) if the canary was overwritten (a stack
+    /// overflow). One well-predicted branch for stacks with a guard page.
+    #[inline]
+    pub(crate) fn check_stack(&self) {
+        // SAFETY: a non-zero `canary` is the address of the canary of the
+        // stack this context owns (the stack lives as long as `co`).
+        if self.canary != 0 && !unsafe { super::guard::canary_intact(self.canary) } {
+            super::overflow::canary_smashed(self.canary);
+        }
     }
 
     /// Runs the green thread until it suspends or finishes.

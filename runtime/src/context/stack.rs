@@ -1,101 +1,475 @@
-//! Green-thread stacks and the per-worker stack pool.
+//! Green-thread stacks: carved from slabs, kept in a process-wide depot
+//! and in per-worker caches, and counted.
 //!
-//! Owns: allocating stacks (corosensei's `DefaultStack`: mmap with a guard
-//! page, only touched pages become resident), counting live stacks, and
-//! reusing them. Each worker keeps a bounded pool under its run-queue lock;
-//! a stack freed on one worker is reused by spawns on that worker. Must
-//! not: switch stacks.
+//! Owns: [`GreenStack`] (a stack handed out, which implements corosensei's
+//! `Stack`), the depot (per size and protection: free stacks, the slab
+//! being carved, the size of the next slab), [`StackCache`] (a worker's
+//! warm stacks), and [`live_stacks`]. Must not: switch stacks, or make a
+//! system call that a caller could not afford under its own locks without
+//! saying so (see below).
+//!
+//! # Where the system calls are
+//!
+//! * A new slab (`mmap` + guard pages) when no free stack is left: once
+//!   per slab, and slabs double in size up to 1,024 stacks. Done by
+//!   [`StackCache::get`] and [`alloc`].
+//! * `madvise(MADV_DONTNEED)` when free stacks go back to the depot and
+//!   it already keeps [`WARM_CAP`] of that size warm: the older half of
+//!   those lose their memory, neighbouring stacks in one call. Stacks go
+//!   back by [`StackCache::put`] once the cache holds more than its
+//!   capacity (the older half goes), by [`StackCache::clear`], and when a
+//!   [`GreenStack`] is dropped. The warm stacks of the depot carry stacks
+//!   from the worker where green threads exit to the worker that spawns
+//!   without a page fault each.
+//!
+//! So `get`, `put`, `clear` and dropping a stack must happen outside any
+//! run-queue lock. A cache itself has no lock: its owner (the worker's
+//! thread) is the only user, or the caller wraps it in one.
+//!
+//! # Counting
+//!
+//! [`live_stacks`] counts stacks handed out of the depot: in use by green
+//! threads or warm in a cache. Once a runtime has shut down and its caches
+//! are cleared, its stacks are back in the depot and no longer counted
+//! (their address space stays reserved for reuse; their memory is freed,
+//! except for up to [`WARM_CAP`] warm stacks per size).
 
-use corosensei::stack::{DefaultStack, Stack, StackPointer};
+use super::guard::{self, GuardPolicy, Protection};
+use super::slab::{self, Geometry};
+use corosensei::stack::{Stack, StackPointer};
+use parking_lot::Mutex;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static LIVE_STACKS: AtomicUsize = AtomicUsize::new(0);
 
-/// Number of green-thread stacks currently allocated (in pools or in use).
-/// Used by tests to check that shutdown frees everything.
+/// Number of green-thread stacks currently allocated (in use by green
+/// threads or kept warm by a runtime for reuse). Used by tests to check
+/// that shutdown frees everything.
 pub fn live_stacks() -> usize {
     LIVE_STACKS.load(Ordering::Relaxed)
 }
 
-/// A green thread's stack: corosensei's mmap'd stack with a guard page,
-/// counted while it exists.
+/// A green thread's stack: one stride of a slab, counted while it is out
+/// of the depot. Dropping it gives it back to the depot (a `madvise`).
 pub(crate) struct GreenStack {
-    inner: DefaultStack,
+    /// Top of the stack (it grows down from here).
+    base: usize,
+    /// Low end of its stride (the guard page or the canary).
+    region: usize,
+    /// Usable bytes.
     size: usize,
+    /// Index of its depot class.
+    class: u32,
+    canary: bool,
 }
 
 impl GreenStack {
-    /// Allocates a stack of at least `size` usable bytes.
-    pub(crate) fn new(size: usize) -> io::Result<Self> {
-        let inner = DefaultStack::new(size)?;
-        LIVE_STACKS.fetch_add(1, Ordering::Relaxed);
-        Ok(GreenStack { inner, size })
-    }
-
-    /// The size it was requested with (the pool's size class).
-    pub(crate) fn size(&self) -> usize {
-        self.size
+    /// Where its canary is, if it has one (else 0).
+    #[inline]
+    pub(crate) fn canary_at(&self) -> usize {
+        if self.canary {
+            self.region
+        } else {
+            0
+        }
     }
 }
 
 impl Drop for GreenStack {
     fn drop(&mut self) {
-        LIVE_STACKS.fetch_sub(1, Ordering::Relaxed);
+        release(&mut [Released::of(self)]);
     }
 }
 
-// SAFETY: pure delegation to `DefaultStack`, which upholds the trait's
-// contract (a guard page and at least MIN_STACK_SIZE usable bytes); the
-// wrapper adds no memory of its own to the stack.
+// SAFETY: corosensei's contract is: `base` and `limit` aligned to
+// STACK_ALIGNMENT (16), at least MIN_STACK_SIZE (4 KiB) usable bytes
+// between them, and a guard page that catches overflows, included in
+// `limit`.
+// * Alignment and size: `base` is the end of a stride and `limit` its low
+//   end; strides start page-aligned (guard slabs) or at 64-byte multiples
+//   from a page (canary slabs), and usable sizes are whole pages of at
+//   least 16 KiB (the builders reject less).
+// * The guard page: stacks of guard slabs have one directly below their
+//   usable range (a guard region or a PROT_NONE page, set when the slab
+//   was mapped and never removed: slabs are never unmapped, and
+//   MADV_DONTNEED keeps guard regions). Rust code touches a new stack page
+//   by page (stack probes for frames over a page), so an overflow faults
+//   on that page before it reaches another stack, and the overflow handler
+//   (`context::overflow`) aborts the process.
+// * Canary stacks do NOT have a guard page: this is the documented
+//   trade-off of `StackGuard::Canary`, and of `StackGuard::Auto` beyond
+//   the mapping budget on kernels without guard regions. An overflow there
+//   first overwrites the canary right below the stack and then the top of
+//   the stack below it; the worker checks the canary every time the green
+//   thread switches out and aborts the process if it changed, before any
+//   other green thread runs on that worker. What is not prevented is the
+//   overflowing thread itself (or another worker running the neighbour at
+//   that moment) acting on corrupted memory before that check: canaries
+//   detect, guard pages prevent. Auto therefore never chooses canaries
+//   while guard pages are affordable, and never on Linux ≥ 6.13.
 unsafe impl Stack for GreenStack {
     #[inline]
     fn base(&self) -> StackPointer {
-        self.inner.base()
+        StackPointer::new(self.base).expect("stack base is not null")
     }
     #[inline]
     fn limit(&self) -> StackPointer {
-        self.inner.limit()
+        StackPointer::new(self.region).expect("stack limit is not null")
     }
 }
 
-/// A bounded pool of stacks of one size class.
-pub(crate) struct StackPool {
-    free: Vec<GreenStack>,
-    size: usize,
-    cap: usize,
+/// A free or freed stack as the depot records it.
+#[derive(Clone, Copy)]
+struct Released {
+    region: usize,
+    class: u32,
 }
 
-impl StackPool {
-    /// A pool for stacks of `size` bytes keeping at most `cap` free stacks.
-    pub(crate) fn new(size: usize, cap: usize) -> Self {
-        StackPool {
-            free: Vec::with_capacity(cap),
-            size,
-            cap,
+impl Released {
+    fn of(s: &GreenStack) -> Self {
+        Released {
+            region: s.region,
+            class: s.class,
         }
     }
+}
 
-    /// A stack of `size` bytes: a pooled one if the size matches the pool's class.
-    pub(crate) fn get(&mut self, size: usize) -> io::Result<GreenStack> {
-        if size == self.size {
-            if let Some(s) = self.free.pop() {
-                return Ok(s);
+/// Stacks of one size and protection.
+struct Class {
+    geometry: Geometry,
+    /// Free stacks whose memory is still resident (stride starts), oldest
+    /// first: reused before any other, without a page fault.
+    warm: Vec<usize>,
+    /// Free stacks (stride starts), their memory given back.
+    free: Vec<usize>,
+    /// The slab being carved: its start, the next index, its count.
+    carving: Option<(usize, usize, usize)>,
+    /// Stacks in the next slab.
+    next_count: usize,
+}
+
+/// Stacks in a class's first slab; each new slab doubles, up to [`MAX_SLAB_STACKS`].
+const FIRST_SLAB_STACKS: usize = 16;
+/// Most stacks in one slab.
+const MAX_SLAB_STACKS: usize = 1024;
+/// Most address space in one slab.
+const MAX_SLAB_BYTES: usize = 1 << 30;
+/// Most free stacks per class that keep their memory (a few MiB); beyond
+/// it the older half is `madvise`d away in one batch.
+const WARM_CAP: usize = 4096;
+
+/// Every class of the process (a short list: one per stack size in use).
+static DEPOT: Mutex<Vec<Class>> = Mutex::new(Vec::new());
+
+fn class_index(depot: &mut Vec<Class>, size: usize, p: Protection) -> usize {
+    let g = Geometry::new(size, p);
+    if let Some(i) = depot.iter().position(|c| c.geometry == g) {
+        return i;
+    }
+    depot.push(Class {
+        geometry: g,
+        warm: Vec::new(),
+        free: Vec::new(),
+        carving: None,
+        next_count: FIRST_SLAB_STACKS,
+    });
+    depot.len() - 1
+}
+
+fn hand_out(depot: &[Class], class: usize, region: usize) -> GreenStack {
+    let g = &depot[class].geometry;
+    let canary = g.protection == Protection::Canary;
+    if canary {
+        // SAFETY: a canary stack's stride starts with CANARY_BYTES reserved
+        // for its canary, inside a mapped slab.
+        unsafe { guard::write_canary(region) };
+    }
+    LIVE_STACKS.fetch_add(1, Ordering::Relaxed);
+    GreenStack {
+        base: region + g.stride,
+        region,
+        size: g.size,
+        class: class as u32,
+        canary,
+    }
+}
+
+/// Appends `n` stacks of `size` usable bytes, protected as `policy` says,
+/// to `out`. Maps a new slab when the depot has no free stack left.
+pub(crate) fn alloc(
+    size: usize,
+    policy: &GuardPolicy,
+    n: usize,
+    out: &mut Vec<GreenStack>,
+) -> io::Result<()> {
+    let mut depot = DEPOT.lock();
+    let kinds = policy.protections();
+    let mut got = 0;
+    // 1. Free stacks, best protection first; warm ones (newest) first.
+    for &p in kinds {
+        let c = class_index(&mut depot, size, p);
+        while got < n {
+            let class = &mut depot[c];
+            let Some(region) = class.warm.pop().or_else(|| class.free.pop()) else {
+                break;
+            };
+            out.push(hand_out(&depot, c, region));
+            got += 1;
+        }
+    }
+    // 2. Carve from slabs, mapping new ones as needed.
+    while got < n {
+        let c = carving_class(&mut depot, size, policy, kinds)?;
+        let (start, next, count) = depot[c].carving.expect("a slab being carved");
+        let take = (n - got).min(count - next);
+        for i in next..next + take {
+            let region = depot[c].geometry.region(start, i);
+            out.push(hand_out(&depot, c, region));
+        }
+        got += take;
+        depot[c].carving = (next + take < count).then_some((start, next + take, count));
+    }
+    Ok(())
+}
+
+/// The class to carve the next stack from: one with a slab in progress,
+/// else a new slab of the best protection the policy and the mapping
+/// budget allow.
+fn carving_class(
+    depot: &mut Vec<Class>,
+    size: usize,
+    policy: &GuardPolicy,
+    kinds: &[Protection],
+) -> io::Result<usize> {
+    for &p in kinds {
+        let c = class_index(depot, size, p);
+        if depot[c].carving.is_some() {
+            return Ok(c);
+        }
+    }
+    for &p in kinds {
+        let c = class_index(depot, size, p);
+        let g = depot[c].geometry;
+        let max = (MAX_SLAB_BYTES / g.stride).clamp(1, MAX_SLAB_STACKS);
+        let mut count = depot[c].next_count.min(max);
+        if p == Protection::GuardMprotect {
+            // Fit the slab into what is left of the mapping budget.
+            let left = policy.map_budget.saturating_sub(slab::mappings_used());
+            count = count.min(left.saturating_sub(1) / 2);
+            if count == 0 {
+                continue;
             }
         }
-        GreenStack::new(size)
+        let start = slab::map(&g, count)?;
+        depot[c].carving = Some((start, 0, count));
+        depot[c].next_count = (count * 2).min(max);
+        return Ok(c);
     }
+    Err(io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!(
+            "no green-thread stack with a guard page is left: guard pages would exceed the \
+             mapping budget ({} of vm.max_map_count = {}); use StackGuard::Auto or \
+             StackGuard::Canary, raise Builder::stack_map_budget, or raise vm.max_map_count",
+            policy.map_budget,
+            guard::max_map_count()
+        ),
+    ))
+}
 
-    /// Returns a stack to the pool, or frees it if the pool is full or the
-    /// size class differs.
-    pub(crate) fn put(&mut self, stack: GreenStack) {
-        if stack.size() == self.size && self.free.len() < self.cap {
-            self.free.push(stack);
+/// Gives stacks back to the depot. They stay warm (resident) for reuse
+/// up to [`WARM_CAP`] per class; beyond it the oldest half of the warm
+/// ones have their memory `madvise`d away, neighbours in one call.
+fn release(stacks: &mut [Released]) {
+    if stacks.is_empty() {
+        return;
+    }
+    let mut depot = DEPOT.lock();
+    let mut cold: Vec<(usize, u32)> = Vec::new();
+    for s in stacks.iter() {
+        let class = &mut depot[s.class as usize];
+        class.warm.push(s.region);
+        if class.warm.len() > WARM_CAP {
+            cold.extend(class.warm.drain(..WARM_CAP / 2).map(|r| (r, s.class)));
+        }
+    }
+    LIVE_STACKS.fetch_sub(stacks.len(), Ordering::Relaxed);
+    if cold.is_empty() {
+        return;
+    }
+    cold.sort_unstable();
+    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(cold.len());
+    for &(region, class) in &cold {
+        let class = &mut depot[class as usize];
+        let r = class.geometry.release_range(region);
+        class.free.push(region);
+        match ranges.last_mut() {
+            Some(last) if last.1 == r.0 => last.1 = r.1,
+            _ => ranges.push(r),
+        }
+    }
+    // Still under the depot lock: a stack must not be handed out again
+    // before its old contents are gone (a canary written before the
+    // madvise would be wiped). The depot lock is never taken under a
+    // run-queue lock.
+    for (lo, hi) in ranges {
+        slab::release(lo, hi);
+    }
+}
+
+/// A worker's warm stacks of the runtime's default size (no lock of its
+/// own: see the module docs).
+pub(crate) struct StackCache {
+    free: Vec<GreenStack>,
+    /// The size spawns ask for.
+    size: usize,
+    /// The usable size of those stacks (rounded up to pages).
+    usable: usize,
+    cap: usize,
+    policy: GuardPolicy,
+}
+
+impl StackCache {
+    /// A cache for stacks of `size` bytes keeping at most `cap` warm ones.
+    pub(crate) fn new(size: usize, cap: usize, policy: GuardPolicy) -> Self {
+        StackCache {
+            free: Vec::with_capacity(cap),
+            size,
+            usable: size.div_ceil(slab::page_size()) * slab::page_size(),
+            cap,
+            policy,
         }
     }
 
-    /// Frees every pooled stack.
+    /// A stack of `size` bytes: a warm one, or a batch from the depot
+    /// (which may map a slab). Outside any run-queue lock.
+    pub(crate) fn get(&mut self, size: usize) -> io::Result<GreenStack> {
+        if size != self.size || self.cap == 0 {
+            return alloc_one(size, &self.policy);
+        }
+        if let Some(s) = self.free.pop() {
+            return Ok(s);
+        }
+        let batch = (self.cap / 4).clamp(1, 64);
+        alloc(size, &self.policy, batch, &mut self.free)?;
+        Ok(self.free.pop().expect("the depot filled the batch"))
+    }
+
+    /// Keeps a stack warm for reuse; beyond the capacity, gives the older
+    /// half back to the depot (`madvise`). Outside any run-queue lock.
+    pub(crate) fn put(&mut self, stack: GreenStack) {
+        if stack.size != self.usable || self.cap == 0 {
+            return drop(stack);
+        }
+        self.free.push(stack);
+        if self.free.len() > self.cap {
+            let n = self.free.len() - self.cap / 2;
+            give_back(self.free.drain(..n));
+        }
+    }
+
+    /// Gives every warm stack back to the depot.
     pub(crate) fn clear(&mut self) {
-        self.free.clear();
+        give_back(self.free.drain(..));
+    }
+}
+
+impl Drop for StackCache {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// One stack of `size` bytes straight from the depot (spawns from outside
+/// the runtime's workers). Outside any run-queue lock.
+pub(crate) fn alloc_one(size: usize, policy: &GuardPolicy) -> io::Result<GreenStack> {
+    let mut v = Vec::with_capacity(1);
+    alloc(size, policy, 1, &mut v)?;
+    Ok(v.pop().expect("the depot handed out one stack"))
+}
+
+fn give_back(stacks: impl Iterator<Item = GreenStack>) {
+    let mut rel: Vec<Released> = stacks
+        .map(|s| {
+            let r = Released::of(&s);
+            std::mem::forget(s);
+            r
+        })
+        .collect();
+    release(&mut rel);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::StackGuard;
+
+    fn policy(mode: StackGuard) -> GuardPolicy {
+        GuardPolicy {
+            mode,
+            map_budget: guard::default_map_budget(),
+            guard_regions: true,
+        }
+    }
+
+    #[test]
+    fn stacks_come_back_warm_and_beyond_the_warm_cap_zeroed() {
+        let p = policy(StackGuard::Auto);
+        let size = 44 * 1024;
+        let n = WARM_CAP + 64;
+        let mut v = Vec::new();
+        alloc(size, &p, n, &mut v).unwrap();
+        for s in &v {
+            // SAFETY: the top word of a stack we own.
+            unsafe { ((s.base - 8) as *mut u64).write(7) };
+        }
+        let before = live_stacks();
+        let mut cache = StackCache::new(size, 8, p);
+        for s in v.drain(..) {
+            cache.put(s);
+        }
+        cache.clear();
+        assert!(live_stacks() <= before - n);
+        alloc(size, &p, n, &mut v).unwrap();
+        // SAFETY: as above.
+        let zeroed = v
+            .iter()
+            .filter(|s| unsafe { ((s.base - 8) as *const u64).read() } == 0)
+            .count();
+        let kept = v.len() - zeroed;
+        assert!(zeroed >= WARM_CAP / 2, "{zeroed} zeroed");
+        assert!(kept >= WARM_CAP / 2, "{kept} kept warm");
+    }
+
+    #[test]
+    fn canary_stacks_carry_intact_canaries() {
+        let p = policy(StackGuard::Canary);
+        let mut v = Vec::new();
+        alloc(32 * 1024, &p, 40, &mut v).unwrap();
+        for s in &v {
+            assert_ne!(s.canary_at(), 0);
+            // SAFETY: the canary of a stack we hold.
+            assert!(unsafe { guard::canary_intact(s.canary_at()) });
+            assert_eq!(s.base % 16, 0);
+        }
+    }
+
+    #[test]
+    fn guard_page_mode_fails_cleanly_beyond_the_budget() {
+        let p = GuardPolicy {
+            mode: StackGuard::GuardPage,
+            map_budget: 0,
+            guard_regions: false,
+        };
+        let e = alloc_one(20 * 1024, &p).err().expect("over budget");
+        assert_eq!(e.kind(), io::ErrorKind::OutOfMemory);
+        assert!(e.to_string().contains("mapping budget"), "{e}");
+        // Auto falls back to canaries instead.
+        let auto = GuardPolicy {
+            mode: StackGuard::Auto,
+            ..p
+        };
+        assert_ne!(alloc_one(20 * 1024, &auto).unwrap().canary_at(), 0);
     }
 }

@@ -4,7 +4,9 @@
 //! value, and starting the runtime (workers pinned one per allowed core;
 //! there is no other thread). Must not: hold runtime state.
 
+use super::blocking;
 use super::Runtime;
+use crate::context::{guard, overflow, GuardPolicy, StackCache, StackGuard};
 use crate::error::Error;
 use crate::sched::{base_slice_for, Features, Params, MAX_SLICE, MIN_SLICE};
 use crate::shared::{Config, Shared};
@@ -42,6 +44,11 @@ pub struct Builder {
     features: Vec<String>,
     stack_pool: usize,
     name: String,
+    stack_guard: StackGuard,
+    stack_map_budget: Option<usize>,
+    guard_regions: bool,
+    max_blocking_threads: usize,
+    blocking_keep_alive: Duration,
 }
 
 impl Default for Builder {
@@ -56,6 +63,11 @@ impl Default for Builder {
             features: Vec::new(),
             stack_pool: 256,
             name: "eevdf".into(),
+            stack_guard: StackGuard::Auto,
+            stack_map_budget: None,
+            guard_regions: true,
+            max_blocking_threads: blocking::DEFAULT_MAX_THREADS,
+            blocking_keep_alive: blocking::DEFAULT_KEEP_ALIVE,
         }
     }
 }
@@ -63,7 +75,9 @@ impl Default for Builder {
 impl Builder {
     /// Defaults: one worker per available CPU, pinned; 256 KiB stacks; base
     /// slice `0.7 ms × (1 + ⌊log2(min(workers, 8))⌋)`; 1 ms tick; 50 µs idle
-    /// spin; 6.17 feature defaults (plus the runtime's own switches).
+    /// spin; 6.17 feature defaults (plus the runtime's own switches);
+    /// stacks guarded by [`StackGuard::Auto`]; a blocking pool of at most
+    /// 512 threads that linger 10 s.
     pub fn new() -> Self {
         Self::default()
     }
@@ -111,6 +125,60 @@ impl Builder {
     /// An unknown name makes `build` fail.
     pub fn features(mut self, spec: &str) -> Self {
         self.features.push(spec.to_string());
+        self
+    }
+
+    /// How green-thread stacks are protected against overflow (see
+    /// [`StackGuard`]). Default [`StackGuard::Auto`]: a guard page below
+    /// every stack while guard pages are affordable, a canary beyond.
+    ///
+    /// ```
+    /// let rt = eevdf_rt::Builder::new()
+    ///     .workers(1)
+    ///     .stack_guard(eevdf_rt::StackGuard::GuardPage)
+    ///     .build()?;
+    /// assert_eq!(rt.block_on(|| 7), 7);
+    /// # Ok::<(), eevdf_rt::Error>(())
+    /// ```
+    pub fn stack_guard(mut self, guard: StackGuard) -> Self {
+        self.stack_guard = guard;
+        self
+    }
+
+    /// How many memory mappings `mprotect`'d guard pages may use,
+    /// process-wide (each such stack costs two). Only matters on kernels
+    /// without guard regions (before Linux 6.13), where each guard page
+    /// splits a mapping and the process may have at most
+    /// `vm.max_map_count` of them. Default: half of `vm.max_map_count`
+    /// (32,765 of 65,530 on a default Linux), which leaves the rest to
+    /// malloc, files and libraries. Beyond it, [`StackGuard::Auto`] uses
+    /// canaries and [`StackGuard::GuardPage`] fails the spawn.
+    pub fn stack_map_budget(mut self, mappings: usize) -> Self {
+        self.stack_map_budget = Some(mappings);
+        self
+    }
+
+    /// Whether guard pages may be the kernel's lightweight guard regions
+    /// (Linux ≥ 6.13, no mapping cost). Default `true`; `false` forces
+    /// `mprotect`'d guard pages and their mapping budget, as on older
+    /// kernels (for tests and comparisons).
+    #[doc(hidden)]
+    pub fn stack_guard_regions(mut self, on: bool) -> Self {
+        self.guard_regions = on;
+        self
+    }
+
+    /// Most OS threads of the [`spawn_blocking`](crate::task::spawn_blocking)
+    /// pool (1 ..= 65 536). Default 512. Jobs beyond it wait in FIFO order.
+    pub fn max_blocking_threads(mut self, threads: usize) -> Self {
+        self.max_blocking_threads = threads;
+        self
+    }
+
+    /// How long an idle blocking-pool thread waits for a job before it
+    /// exits (1 ms ..= 1 h). Default 10 s.
+    pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Self {
+        self.blocking_keep_alive = keep_alive;
         self
     }
 
@@ -169,6 +237,22 @@ impl Builder {
                 "0 ..= 1 s",
             ));
         }
+        if !(1..=65_536).contains(&self.max_blocking_threads) {
+            return Err(Error::invalid(
+                "max_blocking_threads",
+                self.max_blocking_threads,
+                "1 ..= 65536",
+            ));
+        }
+        if !(Duration::from_millis(1)..=Duration::from_secs(3600))
+            .contains(&self.blocking_keep_alive)
+        {
+            return Err(Error::invalid(
+                "blocking_keep_alive",
+                format!("{:?}", self.blocking_keep_alive),
+                "1 ms ..= 1 h",
+            ));
+        }
         if self.stack_pool > 65_536 {
             return Err(Error::invalid("stack_pool", self.stack_pool, "0 ..= 65536"));
         }
@@ -184,13 +268,26 @@ impl Builder {
             idle_spin: self.idle_spin,
             stack_pool: self.stack_pool,
             name: self.name,
+            stack_guard: GuardPolicy {
+                mode: self.stack_guard,
+                map_budget: self
+                    .stack_map_budget
+                    .unwrap_or_else(guard::default_map_budget),
+                guard_regions: self.guard_regions,
+            },
+            max_blocking_threads: self.max_blocking_threads,
+            blocking_keep_alive: self.blocking_keep_alive,
         };
         let params = Params {
             base_slice,
             tick: self.tick.as_nanos() as u64,
         };
         let ws: Box<[Worker]> = (0..workers)
-            .map(|i| Worker::new(i, params, features, config.stack_size, config.stack_pool))
+            .map(|i| {
+                let stacks =
+                    StackCache::new(config.stack_size, config.stack_pool, config.stack_guard);
+                Worker::new(i, params, features, stacks)
+            })
             .collect();
         let shared = Arc::new(Shared::new(config, features, ws));
         start(shared)
@@ -198,6 +295,8 @@ impl Builder {
 }
 
 fn start(shared: Arc<Shared>) -> Result<Runtime, Error> {
+    // A green thread's stack overflow gets a message (context::overflow).
+    overflow::install_handler();
     let cores = if shared.config.pin_workers {
         core_affinity::get_core_ids().unwrap_or_default()
     } else {
@@ -210,6 +309,8 @@ fn start(shared: Arc<Shared>) -> Result<Runtime, Error> {
         let spawned = std::thread::Builder::new()
             .name(format!("{}-w{i}", shared.config.name))
             .spawn(move || {
+                // The overflow handler runs on this when a green stack is exhausted.
+                let _alt_stack = overflow::AltStack::ensure();
                 if let Some(c) = core {
                     core_affinity::set_for_current(c);
                 }

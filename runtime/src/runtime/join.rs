@@ -179,12 +179,21 @@ impl<T> Drop for PacketGuard<T> {
 /// ```
 pub struct JoinHandle<T> {
     packet: Arc<Packet<T>>,
-    task: TaskRef,
+    /// The green thread; `None` for a [`spawn_blocking`](crate::task::spawn_blocking) job.
+    task: Option<TaskRef>,
 }
 
 impl<T> JoinHandle<T> {
     pub(crate) fn new(packet: Arc<Packet<T>>, task: TaskRef) -> Self {
-        JoinHandle { packet, task }
+        JoinHandle {
+            packet,
+            task: Some(task),
+        }
+    }
+
+    /// A handle to a job of the blocking pool (no green thread).
+    pub(crate) fn new_blocking(packet: Arc<Packet<T>>) -> Self {
+        JoinHandle { packet, task: None }
     }
 
     /// Waits for the green thread to finish and returns its result, or the
@@ -196,8 +205,7 @@ impl<T> JoinHandle<T> {
         // like the kernel's `yield_to` — instead of blocking: if the task
         // runs to completion, the join costs no block and no wakeup.
         if !self.packet.is_done() {
-            if let Some(me) = tls::current() {
-                let t = &self.task;
+            if let (Some(me), Some(t)) = (tls::current(), &self.task) {
                 if t.cpu() == me.cpu()
                     && !t.st.on_cpu()
                     && t.st.on_rq() == QUEUED
@@ -217,17 +225,27 @@ impl<T> JoinHandle<T> {
     }
 
     /// A handle to the green thread.
+    ///
+    /// # Panics
+    /// For a handle returned by [`spawn_blocking`](crate::task::spawn_blocking),
+    /// which runs on an OS thread of the blocking pool, not a green thread
+    /// (see [`try_task`](Self::try_task)).
     pub fn task(&self) -> Task {
-        Task {
-            tcb: self.task.clone(),
-        }
+        self.try_task()
+            .expect("JoinHandle::task: a spawn_blocking job is not a green thread")
+    }
+
+    /// A handle to the green thread, or `None` for a
+    /// [`spawn_blocking`](crate::task::spawn_blocking) job.
+    pub fn try_task(&self) -> Option<Task> {
+        self.task.clone().map(|tcb| Task { tcb })
     }
 }
 
 impl<T> std::fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JoinHandle")
-            .field("task", &self.task.id)
+            .field("task", &self.task.as_ref().map(|t| t.id))
             .field("finished", &self.is_finished())
             .finish()
     }

@@ -8,6 +8,7 @@
 //! [`api`]). Must not: contain scheduling policy or the wake protocol.
 
 pub(crate) mod api;
+pub(crate) mod blocking;
 pub(crate) mod builder;
 pub(crate) mod join;
 pub(crate) mod spawn;
@@ -134,6 +135,46 @@ impl Runtime {
         spawn::spawn_green(&self.shared, SpawnOpts::default_opts(), f)
     }
 
+    /// Runs `f` on this runtime's pool of blocking OS threads (see
+    /// [`task::spawn_blocking`](crate::task::spawn_blocking)), from any thread.
+    ///
+    /// ```
+    /// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+    /// let h = rt.spawn_blocking(|| std::fs::metadata("/").is_ok());
+    /// assert!(h.join().unwrap());
+    /// ```
+    ///
+    /// # Panics
+    /// If the runtime is shut down, or no pool thread can be started and
+    /// none is running (use [`try_spawn_blocking`](Self::try_spawn_blocking)
+    /// to get an error instead).
+    pub fn spawn_blocking<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.try_spawn_blocking(f) {
+            Ok(h) => h,
+            Err(e) => panic!("Runtime::spawn_blocking: {e}"),
+        }
+    }
+
+    /// Like [`spawn_blocking`](Self::spawn_blocking), with an error instead of a panic.
+    pub fn try_spawn_blocking<F, T>(&self, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        blocking::spawn_blocking(&self.shared, f)
+    }
+
+    /// Threads of the blocking pool alive now (running a job or idle).
+    pub fn blocking_threads(&self) -> usize {
+        self.shared
+            .blocking_pool_if_started()
+            .map_or(0, |p| p.threads())
+    }
+
     /// A snapshot of every worker's counters.
     pub fn stats(&self) -> Stats {
         let workers = self
@@ -213,6 +254,9 @@ impl Runtime {
     /// then every green thread that has not finished (blocked or runnable)
     /// is unwound — its destructors run, its joiners get
     /// `Err(`[`Cancelled`](crate::Cancelled)`)` — and all stacks are freed.
+    /// Blocking-pool jobs are not waited for: queued ones are cancelled,
+    /// running ones finish on their own threads and still deliver their
+    /// results.
     /// Idempotent; also done on drop.
     ///
     /// A green thread that never reaches a preemption point keeps its
@@ -239,6 +283,10 @@ fn wake_on_own_worker(sh: &Shared) -> bool {
 
 fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
     sh.shutdown.store(true, Ordering::Release);
+    // Blocking jobs are not waited for (runtime::blocking, "Shutdown").
+    if let Some(pool) = sh.blocking_pool_if_started() {
+        pool.shutdown();
+    }
     for w in sh.workers.iter() {
         w.idle().kick();
     }
@@ -271,9 +319,9 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
         let features = rq.q.features();
         let old = std::mem::replace(&mut rq.q, RunQueue::new(params, features));
         rq.timers.clear();
-        rq.stacks.clear();
         drop(rq);
         drop(old);
+        w.stacks.lock().clear();
         for t in w.wakelist.take_all() {
             drop(t);
         }

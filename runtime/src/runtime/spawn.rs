@@ -6,7 +6,7 @@
 //! another worker's wakelist and kicked. Must not: wait for the task.
 
 use super::join::{JoinHandle, Packet, PacketGuard};
-use crate::context::GreenContext;
+use crate::context::{self, GreenContext};
 use crate::error::Error;
 use crate::sched::{EnqueueFlags, Entity, WakeFlags};
 use crate::shared::Shared;
@@ -23,9 +23,12 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// The runtime of the calling green thread.
+/// The runtime of the calling green thread (or of the blocking-pool
+/// thread running the caller: see `runtime::blocking`).
 pub(crate) fn current_shared() -> Option<Arc<Shared>> {
-    tls::current().map(|t| t.shared.clone())
+    tls::current()
+        .map(|t| t.shared.clone())
+        .or_else(super::blocking::current_shared)
 }
 
 /// Spawns `f` as a green thread on `sh`.
@@ -61,9 +64,10 @@ where
     if Some(target) == here {
         // Local: one lock for the stack and the enqueue.
         let w = &sh.workers[target];
+        // The stack first, outside the run-queue lock (it may map a slab).
+        let stack = w.stacks.lock().get(stack_size)?;
         let now = clock::now();
         let mut rq = w.lock_rq(sh, now);
-        let stack = rq.stacks.get(stack_size)?;
         tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
         sh.registry.insert(target, &tcb);
         // SAFETY: the task is not published yet: the spawner owns it.
@@ -78,10 +82,9 @@ where
         drop(rq);
         w.stats.inc(Counter::spawned_local);
     } else {
-        let stack = {
-            let from = &sh.workers[here.unwrap_or(target)];
-            let mut rq = from.lock();
-            rq.stacks.get(stack_size)?
+        let stack = match here {
+            Some(i) => sh.workers[i].stacks.lock().get(stack_size)?,
+            None => context::stack::alloc_one(stack_size, &sh.config.stack_guard)?,
         };
         tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
         sh.registry.insert(here.unwrap_or(target), &tcb);

@@ -18,6 +18,50 @@ pub(crate) use tcb::{TaskRef, Tcb};
 
 pub use crate::runtime::join::JoinHandle;
 
+/// Runs the blocking closure `f` on the runtime's pool of OS threads,
+/// outside the workers, and returns a handle to join it — shaped like
+/// tokio's `spawn_blocking`. Use it for calls that block the OS thread:
+/// `std::fs`, DNS lookups, a `std::sync::Mutex`, C libraries. Joining the
+/// handle from a green thread parks only that green thread.
+///
+/// The pool starts threads on demand, up to
+/// [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads)
+/// (default 512); further jobs wait in FIFO order. A thread idle for
+/// [`Builder::blocking_keep_alive`](crate::Builder::blocking_keep_alive)
+/// (default 10 s) exits. Shutdown does not wait for running jobs (see
+/// [`Runtime::shutdown`](crate::Runtime::shutdown)). Code running in the
+/// pool may call `spawn` and `spawn_blocking` for the same runtime.
+///
+/// ```
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// let len = rt.block_on(|| {
+///     let h = eevdf_rt::task::spawn_blocking(|| std::fs::read("/proc/self/status").map(|b| b.len()));
+///     h.join().unwrap().unwrap()   // parks this green thread only
+/// });
+/// assert!(len > 0);
+/// ```
+///
+/// # Panics
+/// Outside the runtime — on an OS thread that is neither a green thread nor
+/// a pool thread (use [`Runtime::spawn_blocking`](crate::Runtime::spawn_blocking)
+/// there) — or if the runtime is shut down, or no pool thread can be
+/// started while none is running.
+pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let Some(sh) = crate::runtime::spawn::current_shared() else {
+        panic!(
+            "eevdf_rt::task::spawn_blocking called outside a runtime; use Runtime::spawn_blocking"
+        );
+    };
+    match crate::runtime::blocking::spawn_blocking(&sh, f) {
+        Ok(h) => h,
+        Err(e) => panic!("eevdf_rt::task::spawn_blocking: {e}"),
+    }
+}
+
 use crate::context::Switch;
 
 /// Hands the worker back to its scheduler with `why`; returns when a

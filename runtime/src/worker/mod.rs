@@ -29,7 +29,7 @@ pub mod mask;
 pub(crate) mod run;
 pub(crate) mod tls;
 
-use crate::context::StackPool;
+use crate::context::StackCache;
 use crate::lock::ShortLock;
 use crate::lockfree::wakelist::WakeList;
 use crate::sched::{Feature, Features, Params, RunQueue};
@@ -70,8 +70,6 @@ pub(crate) struct Rq {
     pub(crate) q: RunQueue<TaskRef>,
     /// Sleep and timed-wait timers of tasks that blocked on this worker.
     pub(crate) timers: Timers,
-    /// Free stacks for spawns on this worker.
-    pub(crate) stacks: StackPool,
 }
 
 /// One worker's shared state.
@@ -95,6 +93,11 @@ pub(crate) struct Worker {
     pub(crate) last_balance_kick: AtomicU64,
     /// Counters written only by this worker's OS thread.
     pub(crate) stats: CachePadded<Counters>,
+    /// Warm stacks for spawns from this worker's green threads. Used only
+    /// by this worker's thread (local spawns, recycling exited tasks'
+    /// stacks, outside the run-queue lock: it may `mmap`/`madvise`) and
+    /// by shutdown; the lock is never contended.
+    pub(crate) stacks: ShortLock<StackCache>,
 }
 
 /// A worker's run queue, locked to be changed.
@@ -208,15 +211,13 @@ impl Worker {
         index: usize,
         params: Params,
         features: Features,
-        stack_size: usize,
-        pool: usize,
+        stacks: StackCache,
     ) -> Self {
         Worker {
             index,
             rq: CachePadded::new(ShortLock::new(Rq {
                 q: RunQueue::new(params, features),
                 timers: Timers::new(),
-                stacks: StackPool::new(stack_size, pool),
             })),
             wakelist: CachePadded::new(WakeList::new()),
             hot: CachePadded::new(Hot {
@@ -229,6 +230,7 @@ impl Worker {
             deadlines: Deadlines::new(),
             last_balance_kick: AtomicU64::new(0),
             stats: CachePadded::new(Counters::new()),
+            stacks: ShortLock::new(stacks),
         }
     }
 

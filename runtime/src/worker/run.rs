@@ -12,7 +12,7 @@
 //! code on the scheduler stack (timers only wake tasks).
 
 use super::{idle as idle_state, tls, Rq, Worker, BUSY_POLL_INTERVAL, RECHECK, RESCHED, WAKELIST};
-use crate::context::{Resumed, Switch};
+use crate::context::{GreenStack, Resumed, Switch};
 use crate::sched::{Dequeue, DequeueFlags, Feature, Pick};
 use crate::shared::Shared;
 use crate::stats::Counter;
@@ -72,6 +72,7 @@ pub(crate) fn worker_main(shared: Arc<Shared>, index: usize) {
             .as_mut()
             .expect("a runnable task has a context");
         let why = ctx.resume();
+        ctx.check_stack();
         tls::set_current(std::ptr::null());
         local.prev = Some((next, why));
     }
@@ -89,22 +90,26 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     let prev = local.prev.take();
     let mut preempted: Option<(u64, bool)> = None;
     let prev_id = prev.as_ref().map(|(p, _)| p.get().id);
+    let mut freed_stack = None;
     if let Some((p, why)) = prev {
         if let Resumed::Switched(Switch::Preempt { tick }) = why {
             preempted = Some((p.get().id, tick));
         }
-        handle_prev(sh, w, &mut rq, p, why, now);
+        freed_stack = handle_prev(sh, w, &mut rq, p, why, now);
     }
     loop {
         drain_wakelist(sh, w, &mut rq, now);
         // the guard recomputes next_event when it is dropped
         w.clear_flags(RECHECK);
         if sh.is_shutdown() {
+            drop(rq);
+            recycle_stack(w, freed_stack.take());
             return None;
         }
         if let Some(next) = pick(w, &mut rq, now) {
             // publishes the queue length and arms HRTICK for `next`
             drop(rq);
+            recycle_stack(w, freed_stack.take());
             if prev_id != Some(next.get().id) {
                 w.stats.inc(Counter::context_switches);
                 if let Some((_, tick)) = preempted {
@@ -117,6 +122,7 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
             return Some(next);
         }
         drop(rq);
+        recycle_stack(w, freed_stack.take());
         go_idle(sh, w, local);
         now = clock::now();
         if w.next_timer.load(Ordering::Relaxed) <= now {
@@ -126,8 +132,26 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     }
 }
 
+/// Returns an exited task's stack to the worker's cache, after the
+/// run-queue lock is dropped (the cache may `madvise`).
+#[inline]
+fn recycle_stack(w: &Worker, stack: Option<GreenStack>) {
+    if let Some(s) = stack {
+        w.stacks.lock().put(s);
+    }
+}
+
 /// Accounts the task that just switched out (its context is saved now).
-fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, prev: Running, why: Resumed, now: u64) {
+/// Returns the stack of a task that exited, for [`recycle_stack`] once
+/// the lock is dropped.
+fn handle_prev(
+    sh: &Shared,
+    w: &Worker,
+    rq: &mut Rq,
+    prev: Running,
+    why: Resumed,
+    now: u64,
+) -> Option<GreenStack> {
     let p = prev.get();
     match why {
         Resumed::Switched(Switch::Yield) => {
@@ -185,19 +209,20 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, prev: Running, why: Resumed
             p.st.set_state(DEAD);
             // SAFETY: the task was current on this worker and has finished;
             // nobody else can reach its context.
-            if let Some(ctx) = unsafe { p.context_mut() }.take() {
-                rq.stacks.put(ctx.into_stack());
-            }
+            let stack = unsafe { p.context_mut() }
+                .take()
+                .map(|ctx| ctx.into_stack());
             // Last use of `prev`: the registry's reference may be the last one.
             let registered = sh.registry.remove(p);
             p.st.set_on_cpu(false);
             drop(registered);
-            return;
+            return stack;
         }
     }
     // The context is saved and accounted: wakers may hand the task to
     // another worker from now on (Release pairs with their Acquire).
     p.st.set_on_cpu(false);
+    None
 }
 
 /// Enqueues every task waiting on the wakelist (FIFO), under `w`'s lock.

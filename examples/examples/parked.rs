@@ -1,0 +1,111 @@
+//! A million green threads parked at once, each blocked on a channel:
+//! spawn rate, resident memory per green thread, and a clean join of all.
+//!
+//! ```text
+//! cargo run --release -p examples --example parked
+//! cargo run --release -p examples --example parked -- --threads 100000 --workers 2
+//! ```
+//!
+//! One green thread spawns `--threads` green threads; each counts itself
+//! in and blocks in `recv` on one shared channel. Once all are parked the
+//! program reads `VmRSS` and `VmPTE` (page tables) from
+//! `/proc/self/status` and the number of memory mappings, then sends one
+//! message per thread and joins them all. It prints
+//! `spawned=N spawn_s=… rate_mps=… rss_per_thread_kib=… pte_per_thread_kib=… maps=… joined=N total_s=…`.
+//! The default `vm.max_map_count` (65,530) applies: the runtime must fit
+//! a million stacks into it.
+
+use clap::Parser;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(about = "Park N green threads on a channel at once, then release and join them")]
+struct Args {
+    /// Number of green threads parked at once.
+    #[arg(long, default_value_t = 1_000_000)]
+    threads: usize,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+}
+
+fn main() {
+    let a = Args::parse();
+    if a.threads == 0 || a.workers == 0 {
+        eprintln!("--threads and --workers must be at least 1");
+        std::process::exit(2);
+    }
+    let rt = match eevdf_rt::Builder::new().workers(a.workers).build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("runtime: {e}");
+            std::process::exit(2);
+        }
+    };
+    let n = a.threads;
+    let (rss0, pte0) = (rss_kib(), pte_kib());
+    let start = Instant::now();
+    let r = rt.block_on(move || {
+        let (tx, rx) = eevdf_rt::sync::channel::unbounded::<()>();
+        let parked = Arc::new(AtomicUsize::new(0));
+        let mut hs = Vec::with_capacity(n);
+        for i in 0..n {
+            let (rx, parked) = (rx.clone(), parked.clone());
+            let h = eevdf_rt::task::Builder::new().spawn(move || {
+                parked.fetch_add(1, Ordering::Relaxed);
+                rx.recv().is_ok()
+            });
+            match h {
+                Ok(h) => hs.push(h),
+                Err(e) => return Err(format!("spawn #{i} failed: {e}")),
+            }
+        }
+        let spawn_s = start.elapsed().as_secs_f64();
+        while parked.load(Ordering::Relaxed) < n {
+            eevdf_rt::sleep(Duration::from_millis(1));
+        }
+        // Give the last ones time to reach `recv` and block.
+        eevdf_rt::sleep(Duration::from_millis(20));
+        let rss = rss_kib().saturating_sub(rss0);
+        let pte = pte_kib().saturating_sub(pte0);
+        let maps = examples::os::mapping_count().unwrap_or(0);
+        for _ in 0..n {
+            tx.send(()).expect("receivers alive");
+        }
+        let mut joined = 0;
+        for h in hs {
+            if h.join().expect("parked thread") {
+                joined += 1;
+            }
+        }
+        Ok((spawn_s, rss, pte, maps, joined))
+    });
+    let total = start.elapsed().as_secs_f64();
+    match r {
+        Ok((spawn_s, rss, pte, maps, joined)) => {
+            println!(
+                "spawned={n} spawn_s={spawn_s:.3} rate_mps={:.3} rss_per_thread_kib={:.2} pte_per_thread_kib={:.2} maps={maps} joined={joined} total_s={total:.3}",
+                n as f64 / spawn_s / 1e6,
+                rss as f64 / n as f64,
+                pte as f64 / n as f64,
+            );
+            if joined != n {
+                std::process::exit(1);
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn rss_kib() -> u64 {
+    examples::os::proc_status_kib("VmRSS").unwrap_or(0)
+}
+
+fn pte_kib() -> u64 {
+    examples::os::proc_status_kib("VmPTE").unwrap_or(0)
+}

@@ -1,0 +1,151 @@
+//! 200,000 green threads that each sleep 50 ms and are then joined, on
+//! eevdf-rt and on tokio (multi-thread), side by side: wall time and peak
+//! RSS per backend.
+//!
+//! ```text
+//! cargo run --release -p examples --example sleepers
+//! cargo run --release -p examples --example sleepers -- --tasks 200000 --workers 2 --rounds 3
+//! ```
+//!
+//! Peak RSS (`VmHWM`) is a property of a whole process, so every
+//! measurement runs in a fresh child process (this binary re-executed with
+//! `--child eevdf|tokio`); the parent interleaves the backends for
+//! `--rounds` rounds and prints each round and the medians. The child
+//! prints one line, `wall_ms=… hwm_kib=…`.
+
+use clap::Parser;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(about = "N tasks sleep, then are joined: eevdf-rt vs tokio, wall time and peak RSS")]
+struct Args {
+    /// Number of tasks.
+    #[arg(long, default_value_t = 200_000)]
+    tasks: usize,
+    /// How long each task sleeps (ms).
+    #[arg(long, default_value_t = 50)]
+    sleep_ms: u64,
+    /// Worker threads of each runtime.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Interleaved rounds (each backend once per round).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Run one measurement in this process: `eevdf` or `tokio` (used by the parent).
+    #[arg(long)]
+    child: Option<String>,
+}
+
+fn main() {
+    let args = Args::parse();
+    match args.child.as_deref() {
+        Some("eevdf") => child(run_eevdf(&args)),
+        Some("tokio") => child(run_tokio(&args)),
+        Some(other) => {
+            eprintln!("--child: unknown backend {other:?} (eevdf | tokio)");
+            std::process::exit(2);
+        }
+        None => parent(&args),
+    }
+}
+
+fn child(wall: Duration) {
+    println!(
+        "wall_ms={:.1} hwm_kib={}",
+        wall.as_secs_f64() * 1e3,
+        examples::os::proc_status_kib("VmHWM").unwrap_or(0)
+    );
+}
+
+fn run_eevdf(a: &Args) -> Duration {
+    let rt = eevdf_rt::Builder::new()
+        .workers(a.workers)
+        .build()
+        .expect("runtime");
+    let (n, d) = (a.tasks, Duration::from_millis(a.sleep_ms));
+    let start = Instant::now();
+    rt.block_on(move || {
+        let hs: Vec<_> = (0..n)
+            .map(|_| eevdf_rt::spawn(move || eevdf_rt::sleep(d)))
+            .collect();
+        for h in hs {
+            h.join().expect("sleeper");
+        }
+    });
+    start.elapsed()
+}
+
+fn run_tokio(a: &Args) -> Duration {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(a.workers)
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
+    let (n, d) = (a.tasks, Duration::from_millis(a.sleep_ms));
+    let start = Instant::now();
+    rt.block_on(async move {
+        let hs: Vec<_> = (0..n)
+            .map(|_| tokio::spawn(async move { tokio::time::sleep(d).await }))
+            .collect();
+        for h in hs {
+            h.await.expect("sleeper");
+        }
+    });
+    start.elapsed()
+}
+
+fn parent(a: &Args) {
+    let exe = std::env::current_exe().expect("own path");
+    let mut res: [Vec<(f64, u64)>; 2] = [Vec::new(), Vec::new()];
+    println!(
+        "{} tasks sleep {} ms then are joined, {} workers, {} rounds",
+        a.tasks, a.sleep_ms, a.workers, a.rounds
+    );
+    for round in 0..a.rounds {
+        for (i, b) in ["eevdf", "tokio"].iter().enumerate() {
+            let out = Command::new(&exe)
+                .args(["--child", b])
+                .args(["--tasks", &a.tasks.to_string()])
+                .args(["--sleep-ms", &a.sleep_ms.to_string()])
+                .args(["--workers", &a.workers.to_string()])
+                .output()
+                .expect("run child");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let (Some(w), Some(h)) = (field(&text, "wall_ms="), field(&text, "hwm_kib=")) else {
+                eprintln!(
+                    "{b} child failed ({}):\n{text}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                std::process::exit(1);
+            };
+            println!(
+                "round {round} {b:>5}: wall {w:8.1} ms  peak RSS {:8.1} MiB",
+                h / 1024.0
+            );
+            res[i].push((w, h as u64));
+        }
+    }
+    let med = |v: &mut Vec<(f64, u64)>| {
+        let mut w: Vec<f64> = v.iter().map(|x| x.0).collect();
+        let mut h: Vec<u64> = v.iter().map(|x| x.1).collect();
+        w.sort_by(f64::total_cmp);
+        h.sort();
+        (w[w.len() / 2], h[h.len() / 2])
+    };
+    let (ew, eh) = med(&mut res[0]);
+    let (tw, th) = med(&mut res[1]);
+    println!(
+        "median eevdf: {ew:.1} ms, {:.1} MiB | tokio: {tw:.1} ms, {:.1} MiB | ratio wall {:.2}x, RSS {:.2}x",
+        eh as f64 / 1024.0,
+        th as f64 / 1024.0,
+        ew / tw,
+        eh as f64 / th as f64
+    );
+}
+
+fn field(text: &str, key: &str) -> Option<f64> {
+    let rest = &text[text.find(key)? + key.len()..];
+    rest.split_whitespace().next()?.parse().ok()
+}

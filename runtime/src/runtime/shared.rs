@@ -3,7 +3,7 @@
 //! Owns: the workers, the idle-worker bitmap, the configuration, the live
 //! feature switches, the task registry, the shutdown flag, the ticker's
 //! futex word, the external statistics row and the I/O reactor (created
-//! lazily by `io::reactor::get_or_init`). Must not: run anything.
+//! lazily by `io::reactor::get_or_init`) and the scheduling trace. Must not: run anything.
 
 use super::registry::Registry;
 use crate::io::reactor::Reactor;
@@ -58,10 +58,13 @@ pub(crate) struct Shared {
     pub(crate) reactor: OnceLock<Arc<Reactor>>,
     /// Serialises the reactor's creation.
     pub(crate) reactor_init: parking_lot::Mutex<()>,
+    /// The scheduling trace (`crate::trace`), off unless started.
+    pub(crate) trace: crate::trace::Tracer,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config, features: Features, workers: Box<[Worker]>) -> Self {
+        let workers_len = workers.len();
         Shared {
             registry: Registry::new(workers.len()),
             workers,
@@ -80,6 +83,7 @@ impl Shared {
             spawn_cursor: AtomicUsize::new(0),
             reactor: OnceLock::new(),
             reactor_init: parking_lot::Mutex::new(()),
+            trace: crate::trace::Tracer::new(workers_len),
         }
     }
 

@@ -156,9 +156,35 @@ impl Default for Features {
 }
 
 impl Features {
-    /// The default set (6.17 defaults for kernel switches).
+    /// The runtime's default set: the kernel's 6.17 defaults for every
+    /// switch the kernel has, except HRTICK, TTWU_QUEUE_DEFAULT and
+    /// TTWU_QUEUE_DELAYED, which are on here (see [`Features::kernel`]
+    /// and `docs/features.md` for why).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The kernel's 6.17 `sched_features` defaults (the `"kernel"`
+    /// preset): the runtime's defaults with HRTICK, TTWU_QUEUE_DEFAULT and
+    /// TTWU_QUEUE_DELAYED off (off or not merged in 6.17), and SPAWN_LOCAL
+    /// off (the kernel balances a new task onto the idlest CPU). WAKE_IDLE
+    /// and NEWIDLE_BALANCE stay on: they stand for the kernel's
+    /// `select_idle_sibling` and newidle balancing, which 6.17 does.
+    ///
+    /// ```
+    /// use eevdf_rt::sched::{Feature, Features};
+    /// let k = Features::kernel();
+    /// assert!(!k.is_enabled(Feature::Hrtick));
+    /// assert!(k.is_enabled(Feature::DelayDequeue));
+    /// assert_eq!(Features::parse("kernel").unwrap(), k);
+    /// assert_eq!(k.diff_from_default(), "NO_HRTICK,NO_TTWU_QUEUE_DELAYED,NO_TTWU_QUEUE_DEFAULT,NO_SPAWN_LOCAL");
+    /// ```
+    pub fn kernel() -> Self {
+        Self::default()
+            .with(Feature::Hrtick, false)
+            .with(Feature::TtwuQueueDefault, false)
+            .with(Feature::TtwuQueueDelayed, false)
+            .with(Feature::SpawnLocal, false)
     }
 
     /// Whether `f` is on.
@@ -196,13 +222,24 @@ impl Features {
 
     /// Applies a `sched_features`-style list on top of this set: names
     /// separated by commas or whitespace, each `NAME` (on) or `NO_NAME`
-    /// (off). Nothing is changed if any name is unknown.
+    /// (off), or a preset that replaces the whole set at that point —
+    /// `kernel` ([`Features::kernel`]) or `default` — so that
+    /// `"kernel,NO_DELAY_DEQUEUE"` is the kernel's set without delayed
+    /// dequeue. Nothing is changed if any name is unknown.
     pub fn apply(&mut self, spec: &str) -> Result<(), Error> {
         let mut next = *self;
         for word in spec
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|w| !w.is_empty())
         {
+            if word.eq_ignore_ascii_case("kernel") {
+                next = Features::kernel();
+                continue;
+            }
+            if word.eq_ignore_ascii_case("default") {
+                next = Features::default();
+                continue;
+            }
             let (name, on) = match word.get(..3) {
                 Some(p) if p.eq_ignore_ascii_case("NO_") && Feature::from_name(word).is_none() => {
                     (&word[3..], false)

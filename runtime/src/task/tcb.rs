@@ -25,6 +25,7 @@ use crate::loom::AtomicPtr;
 use crate::runtime::shared::Shared;
 use crate::sched::{Entity, Slot};
 use crate::task::state::TaskState;
+use crate::task::stats::Acct;
 use crate::worker::mask::WorkerMask;
 use crate::worker::wakelist::Linked;
 use parking_lot::Mutex;
@@ -89,6 +90,10 @@ pub(crate) struct Tcb {
     context: ContextCell,
     /// The running green thread's way back to its worker.
     pub(crate) suspend: SuspendSlot,
+    /// Per-task accounting (`task::stats`).
+    pub(crate) acct: Acct,
+    /// Per-task trace state (`crate::trace`).
+    pub(crate) trace: crate::trace::TaskMark,
 }
 
 impl Linked for Tcb {
@@ -133,6 +138,8 @@ impl Tcb {
             unpark_token: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
             reg_key: AtomicU64::new(u64::MAX),
+            acct: Acct::default(),
+            trace: Default::default(),
         }
     }
 

@@ -102,6 +102,8 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, st: &mut BalanceState) 
     *failures = 0;
     w.stats.inc(Counter::steals);
     w.stats.inc(Counter::migrations);
+    crate::task::stats::migrated(&t.acct);
+    crate::trace::steal(sh, w.index, &t, src_i, now);
     true
 }
 

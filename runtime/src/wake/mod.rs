@@ -83,6 +83,7 @@ pub(crate) fn wake_task(t: &TaskRef) -> bool {
         t.cpu
             .store(target as u32, std::sync::atomic::Ordering::Relaxed);
         count(sh, waker, Counter::migrations);
+        crate::trace::migrate(sh, waker, t, prev, target);
     }
     ttwu_queue(sh, t, target, waker, kind);
     true
@@ -108,6 +109,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
                 .store(activation::WAKE, std::sync::atomic::Ordering::Relaxed);
             push_wakelist(sh, t, w, waker);
             count(sh, waker, Counter::delayed_wakeups);
+            crate::trace::wakeup(sh, waker, t, crate::trace::how::DELAYED_WAKELIST, cpu);
             return true;
         }
         let now = clock::now();
@@ -134,7 +136,9 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             }
         }
         t.st.set_state(RUNNING);
+        crate::task::stats::woken(&t.acct, now, false);
         drop(rq);
+        crate::trace::wakeup(sh, waker, t, crate::trace::how::IN_PLACE, cpu);
         ticker::check_deadline(sh, deadline);
         count(
             sh,
@@ -171,6 +175,7 @@ fn try_wakelist(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, k
     t.activation
         .store(kind, std::sync::atomic::Ordering::Relaxed);
     push_wakelist(sh, t, &sh.workers[target], waker);
+    crate::trace::wakeup(sh, waker, t, crate::trace::how::WAKELIST, target);
     true
 }
 
@@ -192,6 +197,13 @@ fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kin
     let now = clock::now();
     let mut rq = w.lock();
     let preempt = activate(sh, w, &mut rq, t.clone(), kind, now);
+    crate::trace::wakeup(
+        sh,
+        waker,
+        t,
+        crate::trace::inline_how(waker, target),
+        target,
+    );
     w.publish_nr_running(sh, &rq);
     let deadline = if preempt {
         u64::MAX
@@ -269,6 +281,7 @@ pub(crate) fn activate(
         t.st.set_on_rq(QUEUED);
     }
     let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, flags, now);
+    crate::task::stats::activated(&t.acct, kind, now);
     t.st.set_state(RUNNING);
     preempt
 }

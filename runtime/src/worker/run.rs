@@ -101,6 +101,8 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
             return None;
         }
         if let Some(next) = pick(w, &mut rq, now) {
+            crate::task::stats::switched_in(&next.get().acct, now);
+            crate::trace::switch_in(sh, w.index, next.get(), now);
             w.publish_nr_running(sh, &rq);
             let deadline = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
             drop(rq);
@@ -113,6 +115,8 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
                         w.stats.inc(Counter::tick_preemptions);
                     }
                 }
+            } else {
+                crate::task::stats::repicked(&next.get().acct, preempted.is_some(), now);
             }
             return Some(next);
         }
@@ -130,6 +134,8 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
 /// Accounts the task that just switched out (its context is saved now).
 fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, prev: Running, why: Resumed, now: u64) {
     let p = prev.get();
+    crate::task::stats::switched_out_for(p, &why, now);
+    crate::trace::switch_out_for(sh, w.index, p, &why, now);
     match why {
         Resumed::Switched(Switch::Yield) => {
             rq.q.yield_current(now);
@@ -166,7 +172,10 @@ fn handle_prev(sh: &Shared, w: &Worker, rq: &mut Rq, prev: Running, why: Resumed
                     _ => None,
                 };
                 match rq.q.dequeue(slot, DequeueFlags::SLEEP, now) {
-                    Dequeue::Delayed => w.stats.inc(Counter::delayed_dequeues),
+                    Dequeue::Delayed => {
+                        w.stats.inc(Counter::delayed_dequeues);
+                        crate::trace::delayed_dequeue(sh, w.index, p, now);
+                    }
                     Dequeue::Removed(entity, task) => {
                         *task.entity.lock() = Some(entity);
                         // Release: the saved entity happens-before a

@@ -401,6 +401,7 @@ mod tests {
                 workers: 2,
                 features: None,
                 stats: false,
+                trace: None,
             },
         }
     }

@@ -145,6 +145,7 @@ mod tests {
             workers: 2,
             features: None,
             stats: false,
+            trace: None,
         };
         let v = placement_variants(&o);
         assert_eq!(v.len(), 2);

@@ -54,7 +54,10 @@ fn bad_input_exits_2_with_a_message() {
     rejects(&["--latency", "--nice-levels", "-30"], "-30");
     rejects(&["--spawn", "--duration", "soon"], "soon");
     rejects(&["-T", "--trace", "t.json"], "--trace");
-    rejects(&["--backend", "green", "--spawn", "--trace", "t.json"], "--trace");
+    rejects(
+        &["--backend", "green", "--spawn", "--trace", "t.json"],
+        "--trace",
+    );
     rejects(&["-T", "--json", "/nonexistent-dir/x.json"], "--json");
     // The channel transport is green-only.
     for backend in [
@@ -218,7 +221,10 @@ fn json_rows_and_a_green_trace() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let backends: Vec<&str> = rows.iter().map(|r| r["backend"].as_str().unwrap()).collect();
+    let backends: Vec<&str> = rows
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
     assert_eq!(backends, ["processes", "threads", "green", "tokio"]);
     for r in &rows {
         assert_eq!(r["mode"], "hackbench");

@@ -63,9 +63,11 @@ struct Args {
     /// Only run the load, against the echo server at this address
     #[arg(long, value_name = "ADDR")]
     connect: Option<String>,
-    /// Scheduler features, sched_features syntax
+    /// Scheduler features, sched_features syntax (`kernel`: the kernel's defaults)
     #[arg(long, default_value = "")]
     features: String,
+    #[command(flatten)]
+    trace: cli::TraceOpt,
 }
 
 /// Largest request: a client writes a whole message before reading the
@@ -274,6 +276,9 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
     } else {
         None
     };
+    if let Some(rt) = &rt {
+        args.trace.start(rt)?;
+    }
 
     if args.listen.is_some() {
         let addr = addr.expect("checked");
@@ -324,6 +329,9 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
         .as_ref()
         .zip(before)
         .map(|(rt, b)| rt.stats().since(&b).total());
+    if let Some(rt) = &rt {
+        args.trace.finish(rt)?;
+    }
     drop(rt);
 
     let n = report.rtt.len();

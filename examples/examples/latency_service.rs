@@ -143,9 +143,13 @@ struct Args {
     /// Batch work between two yield points, µs
     #[arg(long, default_value_t = 50.0)]
     batch_unit_us: f64,
-    /// eevdf-rt scheduler features, sched_features syntax ("NO_PREEMPT_SHORT,TICK_ELIGIBLE")
+    /// eevdf-rt scheduler features, sched_features syntax ("NO_PREEMPT_SHORT,TICK_ELIGIBLE";
+    /// "kernel": the kernel's defaults)
     #[arg(long, default_value = "")]
     features: String,
+    /// With --trace, the eevdf-rt side's last round is traced (warm-up included).
+    #[command(flatten)]
+    trace: cli::TraceOpt,
     /// Leave both runtimes' worker threads unpinned (by default each runtime
     /// pins worker i to the i-th allowed CPU: eevdf-rt's default, applied
     /// to tokio's workers too so that both meet the same kernel placement)
@@ -195,6 +199,7 @@ struct Plan {
     pin: bool,
     tick: Duration,
     ticker_nice: i32,
+    trace: cli::TraceOpt,
 }
 
 impl Plan {
@@ -259,6 +264,7 @@ impl Plan {
             pin: !a.no_pin,
             tick,
             ticker_nice,
+            trace: a.trace.clone(),
         })
     }
 }
@@ -499,6 +505,7 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
         .features(&plan.features)
         .build()
         .map_err(|e| e.to_string())?;
+    plan.trace.start(&rt)?;
     let spawn_err = |e: std::io::Error| format!("eevdf-rt spawn: {e}");
     let start = Instant::now() + Duration::from_millis(20);
     let measure_from = start + plan.warmup;
@@ -586,6 +593,7 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
     for b in batch {
         black_box(b.join().map_err(|_| "a green batch job panicked")?);
     }
+    plan.trace.finish(&rt)?;
     Ok(outcome(
         "eevdf-rt",
         plan.workers,

@@ -31,7 +31,7 @@ use std::time::Duration;
 /// Largest accepted `-s` (bytes).
 pub const MAX_DATASIZE: u64 = 1 << 20;
 
-/// The preset for `--columns bg3`: the columns of BACKGROUND.md §3's table.
+/// The preset for `--columns bg3`: the columns of docs/kernel-discussions.md §3's table.
 pub const BG3_COLUMNS: &str =
     "default;TICK_ELIGIBLE;NO_RUN_TO_PARITY;TICK_ELIGIBLE,NO_RUN_TO_PARITY;slice=100us";
 
@@ -164,7 +164,7 @@ pub struct Cli {
     pub duration: Option<Duration>,
     /// Latency mode, green only: table columns, ';'-separated; each is "default", feature
     /// switches ("TICK_ELIGIBLE,NO_RUN_TO_PARITY") and/or "slice=100us"; "bg3" = the
-    /// BACKGROUND.md §3 table.
+    /// docs/kernel-discussions.md §3 table.
     #[arg(long, requires = "latency")]
     pub columns: Option<String>,
     /// Latency mode, green only: slice the probes request (100us..=100ms).

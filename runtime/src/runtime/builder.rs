@@ -1,6 +1,6 @@
 //! Runtime configuration.
 //!
-//! Owns: [`Builder`], its defaults (API.md) and the validation of every
+//! Owns: [`Builder`], its defaults (documented on each method) and the validation of every
 //! value, and starting the runtime (workers pinned one per allowed core,
 //! the ticker). Must not: hold runtime state.
 

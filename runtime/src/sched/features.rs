@@ -1,6 +1,6 @@
 //! Scheduler feature switches, like the kernel's `sched_features`.
 //!
-//! Owns: the list of switches (the policy's, from EEVDF.md §14, and the
+//! Owns: the list of switches (the policy's, from docs/eevdf.md §14, and the
 //! runtime's own), their 6.17 defaults, and the kernel's text syntax
 //! (`NO_DELAY_DEQUEUE,RUN_TO_PARITY`). Must not: decide anything; the policy
 //! (`sched::rq`) and the runtime (`worker`, `wake`) read these bits.
@@ -43,7 +43,7 @@ macro_rules! features {
 }
 
 features! {
-    /// Preserve lag across sleep and migration (EEVDF.md §7.2).
+    /// Preserve lag across sleep and migration (docs/eevdf.md §7.2).
     PlaceLag = "PLACE_LAG", default true, source "kernel 6.6+";
     /// A newborn task's first deadline is half a slice away (§7.2).
     PlaceDeadlineInitial = "PLACE_DEADLINE_INITIAL", default true, source "kernel 6.6+";
@@ -67,9 +67,9 @@ features! {
     WakeupPreemption = "WAKEUP_PREEMPTION", default true, source "kernel";
     /// Reschedule a running task that is no longer eligible at the tick and at
     /// wakeup, even while protected ("Reschedule the cfs_rq when current is
-    /// ineligible", BACKGROUND.md §3). Not merged upstream; off by default.
+    /// ineligible", docs/kernel-discussions.md §3). Not merged upstream; off by default.
     TickEligible = "TICK_ELIGIBLE", default false, source "proposed patch, 2024";
-    /// Runtime's own (a `[D]` of EEVDF.md §5.4): a per-worker preemption timer
+    /// Runtime's own (a `[D]` of docs/eevdf.md §5.4): a per-worker preemption timer
     /// fires when the running task's protection or slice ends, instead of
     /// waiting for the next tick. The kernel's HRTICK is off in 6.17 and on
     /// in later trees; a cooperative runtime needs it for short slices to
@@ -80,7 +80,7 @@ features! {
     TtwuQueue = "TTWU_QUEUE", default true, source "kernel";
     /// Runtime's own: wakeups of delayed tasks also go through the owner's
     /// wakelist instead of being done inline under its lock (proposed for
-    /// the kernel in 2025, BACKGROUND.md §1). On by default here: on the
+    /// the kernel in 2025, docs/kernel-discussions.md §1). On by default here: on the
     /// scaled schbench regression workload it gave 1.20× the requests per
     /// second of inline delayed wakeups (median of 5 interleaved pairs,
     /// README "Results"); neutral on schbench `-t 4 -s 0`, mixed on the
@@ -90,7 +90,7 @@ features! {
     /// target's wakelist even when the target is busy (the kernel queues
     /// only to an idle CPU and enqueues inline under a busy one's lock).
     /// Proposed for the kernel in 2025 ("all the work we can get away from
-    /// those pinned message CPUs is a win", BACKGROUND.md §1); on by default
+    /// those pinned message CPUs is a win", docs/kernel-discussions.md §1); on by default
     /// here from the schbench measurements (README).
     TtwuQueueDefault = "TTWU_QUEUE_DEFAULT", default true, source "runtime (proposed kernel switch)";
     /// Runtime's own: wake placement may move a wakee to an idle worker
@@ -100,8 +100,8 @@ features! {
     NewidleBalance = "NEWIDLE_BALANCE", default true, source "runtime (sched_balance_newidle)";
     /// Runtime's own: a green thread spawned from a green thread starts on
     /// its parent's worker. Off: on the idlest worker, like the kernel's fork
-    /// balancing (BACKGROUND.md §4).
-    SpawnLocal = "SPAWN_LOCAL", default true, source "runtime (BACKGROUND.md §4)";
+    /// balancing (docs/kernel-discussions.md §4).
+    SpawnLocal = "SPAWN_LOCAL", default true, source "runtime (docs/kernel-discussions.md §4)";
 }
 
 impl Feature {

@@ -3,7 +3,7 @@
 //! Owns: one monotonic nanosecond clock (`CLOCK_MONOTONIC`, the clock
 //! `Instant` uses) shared by every worker, so `now` values from different
 //! workers compare, and the conversion from `Instant`. Must not: be read
-//! more than once per context switch on the switch path (DESIGN.md's
+//! more than once per context switch on the switch path (docs/architecture.md's
 //! hot-path rule); callers pass `now` down.
 
 use crate::sys;

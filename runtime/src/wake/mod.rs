@@ -1,6 +1,6 @@
 //! Waking tasks: the runtime's `try_to_wake_up`.
 //!
-//! Owns: the wake protocol of DESIGN.md ("Waking a task") and EEVDF.md §11
+//! Owns: the wake protocol of docs/architecture.md ("Waking a task") and docs/eevdf.md §11
 //! — serialise wakers on the task, un-delay a still-queued task in place
 //! (`ttwu_runnable`), otherwise claim it (`WAKING`), choose a worker
 //! (`placement`), and either push it on that worker's wakelist and kick it
@@ -90,7 +90,7 @@ pub(crate) fn wake_task(t: &TaskRef) -> bool {
 }
 
 /// The task is still accounted by a run queue (it has not switched out
-/// yet, or it is delayed): make it runnable where it is (EEVDF.md §11.1).
+/// yet, or it is delayed): make it runnable where it is (docs/eevdf.md §11.1).
 /// Returns `false` if it left the queue before we got its lock.
 fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
     loop {
@@ -98,7 +98,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
         let w = &sh.workers[cpu];
         // A blocked task that is queued but not on a CPU is delayed. With
         // TTWU_QUEUE_DELAYED its owner un-delays it from its wakelist, so a
-        // remote waker never takes the owner's lock [D] (BACKGROUND.md §1).
+        // remote waker never takes the owner's lock [D] (docs/kernel-discussions.md §1).
         if waker != Some(cpu)
             && !t.st.on_cpu()
             && sh.feature(Feature::TtwuQueue)
@@ -153,7 +153,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
     }
 }
 
-/// `ttwu_queue_cond` (EEVDF.md §11.2) over a flat topology (one LLC) [D]:
+/// `ttwu_queue_cond` (docs/eevdf.md §11.2) over a flat topology (one LLC) [D]:
 /// queue on the target's wakelist when the waker is outside the runtime
 /// (it shares no run queue with anyone) or the target is idle — or, with
 /// TTWU_QUEUE_DEFAULT, whenever the target is another worker; enqueue
@@ -188,7 +188,7 @@ fn push_wakelist(sh: &Shared, t: &TaskRef, w: &Worker, waker: Option<usize>) {
 }
 
 /// Enqueue `t` on `target`: through its wakelist when the rule says so,
-/// otherwise inline under its lock (EEVDF.md §11.1 `ttwu_queue`).
+/// otherwise inline under its lock (docs/eevdf.md §11.1 `ttwu_queue`).
 fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kind: u8) {
     if try_wakelist(sh, t, target, waker, kind) {
         return;

@@ -251,6 +251,7 @@ fn check(a: &Args) -> Result<(usize, Option<SocketAddr>), String> {
     cli::check_range("--requests", a.requests, 1..=100_000_000)?;
     cli::check_range("--size", a.size, 1..=MAX_SIZE)?;
     Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
+    a.trace.check()?;
     let addr = match a.listen.as_deref().or(a.connect.as_deref()) {
         None => None,
         Some(s) => Some(

@@ -444,6 +444,7 @@ fn check(a: &Args) -> Result<(Vec<Set>, Mix), String> {
         1..=eevdf_rt::MAX_WORKERS,
     )?;
     cli::check_range("--rounds", a.rounds, 1..=100)?;
+    trace_for(&a.trace, 0, sets.len()).check()?;
     let pairs = cli::check_range("--pairs", a.pairs.unwrap_or(2 * workers), 0..=10_000)?;
     let sleepers = cli::check_range("--sleepers", a.sleepers.unwrap_or(2 * workers), 0..=10_000)?;
     let hogs = cli::check_range("--hogs", a.hogs.unwrap_or(workers), 0..=10_000)?;

@@ -246,6 +246,7 @@ impl Plan {
             Duration::from_micros(cli::check_range("--tick-us", a.tick_us, 100..=1_000_000)?);
         let ticker_nice = cli::check_range("--ticker-nice", a.ticker_nice, -20..=19)?;
         Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
+        a.trace.check()?;
         let cal = Calibration::measure();
         Ok(Plan {
             workers,

@@ -60,6 +60,20 @@ pub struct TraceOpt {
 }
 
 impl TraceOpt {
+    /// Checks the options before anything runs (a usage error otherwise):
+    /// the capacity's range, and that the file can be created.
+    pub fn check(&self) -> Result<(), String> {
+        check_range(
+            "--trace-capacity",
+            self.trace_capacity,
+            1..=eevdf_rt::trace::MAX_CAPACITY,
+        )?;
+        if let Some(path) = &self.trace {
+            std::fs::File::create(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
     /// Checks the file can be written and starts recording on `rt`.
     pub fn start(&self, rt: &eevdf_rt::Runtime) -> Result<(), String> {
         if let Some(path) = &self.trace {

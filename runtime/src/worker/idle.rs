@@ -191,7 +191,10 @@ mod tests {
         // Wait until it is parked (the park times out only after 10 s).
         let wait_start = std::time::Instant::now();
         while idle.get() != PARKED {
-            assert!(wait_start.elapsed() < Duration::from_secs(5), "never parked");
+            assert!(
+                wait_start.elapsed() < Duration::from_secs(5),
+                "never parked"
+            );
             std::thread::yield_now();
         }
         work.store(true, Ordering::SeqCst);

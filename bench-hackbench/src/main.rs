@@ -13,7 +13,6 @@ mod gate;
 mod json;
 mod latency;
 mod opts;
-mod plot;
 mod report;
 mod spawn;
 mod transport;
@@ -24,6 +23,7 @@ mod workload;
 mod tests;
 
 use backend::{BackendKind, LatencyConfig, Missing, SpawnConfig};
+use bench_common::plot;
 use error::BenchError;
 use opts::{Config, Mode, OptsError};
 use report::Outcome;

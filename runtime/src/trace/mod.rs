@@ -4,7 +4,7 @@
 //! written as Chrome trace-event JSON ([`Trace`]) that Perfetto and
 //! `chrome://tracing` open.
 //!
-//! Owns: the [`Tracer`] of a runtime (the on/off flag, one [`ring::Ring`]
+//! Owns: the `Tracer` of a runtime (the on/off flag, one `ring::Ring`
 //! per worker, a locked buffer for wakers outside the runtime, the task
 //! names seen), and the hooks the switch and wake paths call. Must not:
 //! cost anything when off — every hook is an inlined relaxed load of `on`
@@ -14,10 +14,11 @@
 //!
 //! # Where the hooks are
 //!
-//! `worker::run` (`pick`: [`switch_in`]; `handle_prev`: [`switch_out`],
-//! [`delayed_dequeue`]), `wake` (`wake_task`: [`migrate`]; `ttwu_runnable`,
-//! `try_wakelist`, `ttwu_queue`: [`wakeup`]), `wake::balance` (`newidle`:
-//! [`steal`]), `runtime::spawn` ([`spawned`]). Each is one call with the
+//! `worker::run` (`schedule`, right after the pick: `switch_in`;
+//! `handle_prev`: `switch_out_for`, `delayed_dequeue`), `wake` (`wake_task`:
+//! `migrate`; `ttwu_runnable`,
+//! `try_wakelist`, `ttwu_queue`: `wakeup`), `wake::balance` (`newidle`:
+//! `steal`), `runtime::spawn` (`spawned`). Each is one call with the
 //! `now` its path already read, where it has one; a wakeup that reads no
 //! clock on its path reads it inside the (cold) recording, so only a
 //! running trace pays for it.

@@ -69,8 +69,11 @@ impl Default for Builder {
 impl Builder {
     /// Defaults: one worker per available CPU, pinned; 256 KiB stacks; base
     /// slice `0.7 ms × (1 + ⌊log2(min(workers, 8))⌋)`; 1 ms tick; 50 µs idle
-    /// spin; 6.17 feature defaults; the ticker thread at nice −10 where the
-    /// kernel permits ([`ticker_nice`](Self::ticker_nice)).
+    /// spin; the runtime's feature defaults — the kernel's 6.17 defaults
+    /// except HRTICK, TTWU_QUEUE_DEFAULT, TTWU_QUEUE_DELAYED and SPAWN_LOCAL,
+    /// which are on (`features("kernel")` for the kernel's exact set; see
+    /// `docs/features.md`); the ticker thread at nice −10 where the kernel
+    /// permits ([`ticker_nice`](Self::ticker_nice)).
     pub fn new() -> Self {
         Self::default()
     }
@@ -115,7 +118,9 @@ impl Builder {
 
     /// Scheduler feature switches in `sched_features` syntax
     /// (`"NO_DELAY_DEQUEUE,TICK_ELIGIBLE"`); may be called several times.
-    /// An unknown name makes `build` fail.
+    /// The presets `"kernel"` (the kernel's 6.17 defaults) and `"default"`
+    /// replace the whole set where they appear, so `"kernel,HRTICK"` is the
+    /// kernel's set with HRTICK on. An unknown name makes `build` fail.
     pub fn features(mut self, spec: &str) -> Self {
         self.features.push(spec.to_string());
         self

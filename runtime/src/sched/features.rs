@@ -1,8 +1,9 @@
 //! Scheduler feature switches, like the kernel's `sched_features`.
 //!
 //! Owns: the list of switches (the policy's, from docs/eevdf.md §14, and the
-//! runtime's own), their 6.17 defaults, and the kernel's text syntax
-//! (`NO_DELAY_DEQUEUE,RUN_TO_PARITY`). Must not: decide anything; the policy
+//! runtime's own), the runtime's defaults and the kernel's 6.17 defaults
+//! (the `kernel` preset; `docs/features.md` lists where they differ and
+//! why), and the kernel's text syntax (`NO_DELAY_DEQUEUE,RUN_TO_PARITY`). Must not: decide anything; the policy
 //! (`sched::rq`) and the runtime (`worker`, `wake`) read these bits.
 
 use crate::error::Error;
@@ -29,7 +30,8 @@ macro_rules! features {
                 match self { $( Feature::$variant => $name, )* }
             }
 
-            /// Whether the feature is on by default (6.17 defaults for kernel switches).
+            /// Whether the feature is on in the runtime's default set (see
+            /// [`Features::kernel`] for the kernel's 6.17 defaults).
             pub const fn default_enabled(self) -> bool {
                 match self { $( Feature::$variant => $default, )* }
             }

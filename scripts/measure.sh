@@ -62,7 +62,7 @@ if [[ $part == all || $part == hackbench ]]; then
 fi
 
 if [[ $part == all || $part == latency ]]; then
-  echo "== hackbench --latency (green, BACKGROUND.md §3 columns)"
+  echo "== hackbench --latency (green, docs/kernel-discussions.md §3 columns)"
   $hb --latency --backend green --workers 2 --columns bg3 --duration 5 -g 4 \
       --plot "$out/latency.svg" > "$out/latency.txt" 2>&1
   echo "== hackbench --latency (threads, green, tokio side by side)"

@@ -7,7 +7,7 @@
 //! backend does that with its own primitives and feeds the times in here, so
 //! all backends measure lateness the same way.
 
-use hdrhistogram::Histogram;
+use bench_common::hist::{self, Histogram};
 
 /// Absolute deadlines `base + k * interval`, `k = 1, 2, ...`, up to `base + duration`.
 ///
@@ -75,12 +75,11 @@ impl Default for ProbeRecorder {
 }
 
 impl ProbeRecorder {
-    /// An empty recorder (3 significant digits, auto-resizing histogram).
+    /// An empty recorder (`bench_common::hist`: 1 ns to 100 s, 3
+    /// significant digits; the exact extremes are kept beside it).
     pub fn new() -> Self {
-        let mut hist = Histogram::new(3).expect("3 significant digits is a valid histogram");
-        hist.auto(true);
         ProbeRecorder {
-            hist,
+            hist: hist::new(),
             sum_ns: 0,
             min_ns: u64::MAX,
             max_ns: 0,
@@ -90,8 +89,7 @@ impl ProbeRecorder {
 
     /// Records one wake-up that came `lateness_ns` after its deadline.
     pub fn record(&mut self, lateness_ns: u64) {
-        // Auto-resize makes recording infallible short of u64 overflow.
-        let _ = self.hist.record(lateness_ns);
+        hist::record(&mut self.hist, std::time::Duration::from_nanos(lateness_ns));
         self.sum_ns += u128::from(lateness_ns);
         self.min_ns = self.min_ns.min(lateness_ns);
         self.max_ns = self.max_ns.max(lateness_ns);

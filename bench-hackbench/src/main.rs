@@ -2,7 +2,7 @@
 //! each on several backends (processes, threads, green, tokio).
 //!
 //! Owns: the top level — parse options, run the selected mode on each
-//! selected backend, print, plot, and turn failures into exit codes (0 ok,
+//! selected backend, print, plot, write `--json`, and turn failures into exit codes (0 ok,
 //! 1 a run failed, 2 bad usage or an unavailable backend). Must not: hold
 //! workload, measurement or formatting code; those live in the modules
 //! below.
@@ -10,9 +10,9 @@
 mod backend;
 mod error;
 mod gate;
+mod json;
 mod latency;
 mod opts;
-mod plot;
 mod report;
 mod spawn;
 mod transport;
@@ -23,6 +23,7 @@ mod workload;
 mod tests;
 
 use backend::{BackendKind, LatencyConfig, Missing, SpawnConfig};
+use bench_common::plot;
 use error::BenchError;
 use opts::{Config, Mode, OptsError};
 use report::Outcome;
@@ -41,6 +42,21 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Open output files before running, so a bad path fails at once.
+    for (option, path) in [
+        ("--json", &cfg.json),
+        ("--trace", &cfg.hackbench.runtime.trace),
+    ] {
+        if let Some(path) = path {
+            if let Err(e) = std::fs::File::create(path) {
+                eprintln!(
+                    "hackbench: cannot create {option} file {}: {e}",
+                    path.display()
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
     match run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -134,6 +150,10 @@ fn run_hackbench(cfg: &Config) -> Result<(), BenchError> {
     if multi {
         print!("{}", report::hackbench_table(h, &rows));
     }
+    write_json(
+        cfg,
+        rows.iter().map(|(k, o)| json::hackbench(h, k.name(), o)),
+    )?;
     if let Some(path) = &cfg.plot {
         let groups: Vec<String> = rows.iter().map(|(k, _)| k.name().to_string()).collect();
         let values = rows
@@ -172,6 +192,7 @@ fn run_latency(
     columns: &[backend::LatencyColumn],
 ) -> Result<(), BenchError> {
     let mut rows: Vec<(String, Outcome<backend::LatencyRun>)> = Vec::new();
+    let mut json_rows = Vec::new();
     let mut failure = None;
     let default_only = [backend::LatencyColumn::default_column()];
     for &kind in &cfg.backends {
@@ -200,11 +221,15 @@ fn run_latency(
                     rows.push((label, Outcome::Failed(m)));
                 }
             }
+            if let Some((label, o)) = rows.last() {
+                json_rows.push(json::latency(lcfg, kind.name(), label, o));
+            }
         }
     }
     if rows.len() > 1 {
         print!("{}", report::latency_table(&rows, &lcfg.nice_levels));
     }
+    write_json(cfg, json_rows)?;
     if cfg.backends.contains(&BackendKind::Green) {
         println!();
         print!("{}", report::latency_markdown(lcfg, &rows));
@@ -285,6 +310,11 @@ fn run_spawn(cfg: &Config, scfg: &SpawnConfig) -> Result<(), BenchError> {
     if rows.len() > 1 {
         print!("{}", report::spawn_table(&rows));
     }
+    write_json(
+        cfg,
+        rows.iter()
+            .map(|(label, k, o)| json::spawn(scfg.spawners, k.name(), label, o)),
+    )?;
     if let Some(path) = &cfg.plot {
         let groups: Vec<String> = rows.iter().map(|(l, _, _)| l.clone()).collect();
         let values = rows
@@ -308,6 +338,21 @@ fn run_spawn(cfg: &Config, scfg: &SpawnConfig) -> Result<(), BenchError> {
         )?;
     }
     finish(failure, "spawn test")
+}
+
+/// Writes `--json` if it was asked for.
+fn write_json(
+    cfg: &Config,
+    rows: impl IntoIterator<Item = serde_json::Value>,
+) -> Result<(), BenchError> {
+    let Some(path) = &cfg.json else {
+        return Ok(());
+    };
+    let rows: Vec<_> = rows.into_iter().collect();
+    json::write_lines(path, &rows)
+        .map_err(|e| BenchError::io(format!("writing --json {}", path.display()), e))?;
+    println!("JSON written to {}", path.display());
+    Ok(())
 }
 
 fn write_plot(

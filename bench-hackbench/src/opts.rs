@@ -31,7 +31,7 @@ use std::time::Duration;
 /// Largest accepted `-s` (bytes).
 pub const MAX_DATASIZE: u64 = 1 << 20;
 
-/// The preset for `--columns bg3`: the columns of BACKGROUND.md §3's table.
+/// The preset for `--columns bg3`: the columns of docs/kernel-discussions.md §3's table.
 pub const BG3_COLUMNS: &str =
     "default;TICK_ELIGIBLE;NO_RUN_TO_PARITY;TICK_ELIGIBLE,NO_RUN_TO_PARITY;slice=100us";
 
@@ -164,7 +164,7 @@ pub struct Cli {
     pub duration: Option<Duration>,
     /// Latency mode, green only: table columns, ';'-separated; each is "default", feature
     /// switches ("TICK_ELIGIBLE,NO_RUN_TO_PARITY") and/or "slice=100us"; "bg3" = the
-    /// BACKGROUND.md §3 table.
+    /// docs/kernel-discussions.md §3 table.
     #[arg(long, requires = "latency")]
     pub columns: Option<String>,
     /// Latency mode, green only: slice the probes request (100us..=100ms).
@@ -179,6 +179,13 @@ pub struct Cli {
     /// Write an SVG plot of the results to this file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Write the results as JSON Lines to this file: one object per row of the report.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Record the green runtime's scheduling trace of a hackbench run into this file
+    /// (Chrome trace-event JSON for ui.perfetto.dev; each worker keeps its last 2^20 events).
+    #[arg(long, value_name = "FILE.json")]
+    pub trace: Option<PathBuf>,
 }
 
 /// What to run.
@@ -219,6 +226,8 @@ pub struct Config {
     pub hackbench: HackbenchConfig,
     /// `--plot` target.
     pub plot: Option<PathBuf>,
+    /// `--json` target.
+    pub json: Option<PathBuf>,
 }
 
 /// Why the command line was not accepted.
@@ -303,6 +312,16 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
     }
     if cli.workers.is_some() && !has_runtime {
         return usage("--workers applies to the tokio and green backends only");
+    }
+    if cli.trace.is_some() {
+        if !has_green {
+            return usage("--trace applies to the green backend only (use --backend green or all)");
+        }
+        if cli.latency || cli.spawn {
+            return usage(
+                "--trace records a hackbench run; it does not apply to --latency or --spawn",
+            );
+        }
     }
     if cli.stats && !has_runtime {
         return usage("--stats applies to the tokio and green backends only");
@@ -399,9 +418,11 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
                 workers,
                 features: cli.features,
                 stats: cli.stats,
+                trace: cli.trace,
             },
         },
         plot: cli.plot,
+        json: cli.json,
     })
 }
 

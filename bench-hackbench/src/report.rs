@@ -219,7 +219,7 @@ pub fn latency_table(rows: &[(String, Outcome<LatencyRun>)], nice_levels: &[i32]
 }
 
 /// The latency comparison as a Markdown table for the project README, in
-/// the shape of BACKGROUND.md §3: one column per backend / green column,
+/// the shape of docs/kernel-discussions.md §3: one column per backend / green column,
 /// one row per nice level with "min / avg / max (p99 …)" in µs, then the
 /// preemptions of each column's probe window (green only: involuntary
 /// switches, those that followed a tick in parentheses, then the wakeups
@@ -401,6 +401,7 @@ mod tests {
                 workers: 2,
                 features: None,
                 stats: false,
+                trace: None,
             },
         }
     }

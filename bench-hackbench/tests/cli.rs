@@ -53,6 +53,12 @@ fn bad_input_exits_2_with_a_message() {
     rejects(&["--latency", "--columns", "bg3"], "green");
     rejects(&["--latency", "--nice-levels", "-30"], "-30");
     rejects(&["--spawn", "--duration", "soon"], "soon");
+    rejects(&["-T", "--trace", "t.json"], "--trace");
+    rejects(
+        &["--backend", "green", "--spawn", "--trace", "t.json"],
+        "--trace",
+    );
+    rejects(&["-T", "--json", "/nonexistent-dir/x.json"], "--json");
     // The channel transport is green-only.
     for backend in [
         &["-T"][..],
@@ -186,6 +192,53 @@ fn tiny_hackbench_on_every_backend_and_transport() {
     let o = run(&["-T", "-g", "1", "-f", "2", "-l", "10"]);
     assert!(o.status.success());
     assert!(text(&o).0.contains("threaded mode"));
+}
+
+/// `--json` writes one object per report row; `--trace` a Chrome trace.
+#[test]
+fn json_rows_and_a_green_trace() {
+    let dir = std::env::temp_dir().join(format!("hackbench-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, trace) = (dir.join("rows.json"), dir.join("trace.json"));
+    let o = run(&[
+        "--backend",
+        "all",
+        "-g",
+        "1",
+        "-f",
+        "2",
+        "-l",
+        "50",
+        "--json",
+        json.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let backends: Vec<&str> = rows
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["processes", "threads", "green", "tokio"]);
+    for r in &rows {
+        assert_eq!(r["mode"], "hackbench");
+        assert_eq!(r["ok"], true);
+        // 1 group of 2 senders and 2 receivers, 50 loops: 2·2·50 messages.
+        assert_eq!(r["messages"], 200, "{r}");
+        assert!(r["time_s"].as_f64().unwrap() > 0.0);
+    }
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = t["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["ph"] == "X"));
+    assert!(events.iter().any(|e| e["cat"] == "wakeup"));
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -88,24 +88,29 @@ impl CpuSet {
         }
     }
 
-    /// The CPUs the calling thread may run on (`sched_getaffinity`).
+    /// The CPUs the calling thread may run on (its affinity, through
+    /// `core_affinity`).
     pub fn allowed() -> io::Result<CpuSet> {
-        // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: the pointer and size describe `set`, which outlives the call.
-        let rc = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: CPU_ISSET only reads `set`; every index is below CPU_SETSIZE.
+        let ids = core_affinity::get_core_ids()
+            .ok_or_else(|| io::Error::other("cannot read the thread's CPU affinity"))?;
         Ok(Self::from_cpus(
-            (0..MAX_CPUS).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }),
+            ids.into_iter().map(|c| c.id).filter(|&c| c < MAX_CPUS),
         ))
     }
 
     /// Restricts the calling thread to this set (`sched_setaffinity`).
+    /// A one-CPU set goes through `core_affinity`; a larger one needs the
+    /// raw call, since `core_affinity` can only pin a thread to one core
+    /// and `-M`/`-W` give workers a set to share.
     pub fn pin_current_thread(&self) -> io::Result<()> {
-        // SAFETY: as in `allowed`.
+        if let [cpu] = self.cpus[..] {
+            return if core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            };
+        }
+        // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         for &cpu in &self.cpus {
             // SAFETY: ids are below CPU_SETSIZE by construction (`parse_cpu`, `allowed`).

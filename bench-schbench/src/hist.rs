@@ -301,7 +301,7 @@ mod tests {
         }
         // Bucket [1024, 1027] (width 4): midpoint 1026.
         assert_eq!(bucket_value(bucket_index(1024)), 1026);
-        // The RPS figures of BENCHMARKS.md's example are midpoints of 64-wide buckets.
+        // The RPS figures of the example in docs/benchmarks.md ("Output format") are midpoints of 64-wide buckets.
         for printed in [16864, 17184, 17888] {
             assert_eq!(bucket_value(bucket_index(printed)), printed);
         }

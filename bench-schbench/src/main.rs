@@ -35,12 +35,14 @@ fn main() -> ExitCode {
         Ok(file) => file,
         Err(e) => return usage_error(&format!("cannot create -j file: {e}")),
     };
-    if let Some(path) = &plan.plot {
-        if let Err(e) = File::create(path) {
-            return usage_error(&format!(
-                "cannot create --plot file {}: {e}",
-                path.display()
-            ));
+    for (option, path) in [("--plot", &plan.plot), ("--trace", &plan.trace)] {
+        if let Some(path) = path {
+            if let Err(e) = File::create(path) {
+                return usage_error(&format!(
+                    "cannot create {option} file {}: {e}",
+                    path.display()
+                ));
+            }
         }
     }
     match run(&plan, &backends, json_file) {

@@ -40,7 +40,8 @@ stdout), after a header line `=== backend NAME ...`:
   threads  OS threads, futex post/wait, per-CPU lock keyed by sched_getcpu
   tokio    tasks on a multi-thread tokio runtime (--workers threads), Notify as the
            token, tokio::time::sleep (1 ms timer granularity), lock per worker thread
-  green    tasks on eevdf-rt (not available yet)
+  green    tasks on eevdf-rt (--workers worker threads), the green-aware futex as
+           the token, eevdf-rt's sleep, lock per runtime worker
 With --backend all, a comparison table follows the last backend.
 
 Interim reports every -i seconds print the three blocks and `current rps: X` (the
@@ -284,6 +285,22 @@ pub struct Cli {
     /// Draw latency percentiles (log scale) and RPS per backend into an SVG file
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+
+    /// Record the green runtime's scheduling trace into FILE (Chrome JSON, for Perfetto)
+    #[arg(
+        long,
+        value_name = "FILE.json",
+        long_help = "Record every scheduling decision of the green backend's runtime (task \
+                     runs per worker, wakeups with flow arrows, preemptions, migrations, \
+                     steals, delayed dequeues) and write it to FILE as Chrome trace-event \
+                     JSON, which ui.perfetto.dev and chrome://tracing open. Each worker keeps \
+                     its last --trace-capacity events. Needs --backend green or all."
+    )]
+    pub trace: Option<PathBuf>,
+
+    /// Events kept per runtime worker by --trace (32 bytes each)
+    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
+    pub trace_capacity: usize,
 }
 
 /// Why a command line was not accepted.
@@ -378,6 +395,10 @@ pub struct Plan {
     pub stats: bool,
     /// `--plot`.
     pub plot: Option<PathBuf>,
+    /// `--trace`.
+    pub trace: Option<PathBuf>,
+    /// `--trace-capacity`.
+    pub trace_capacity: usize,
 }
 
 impl Plan {
@@ -447,6 +468,16 @@ impl Plan {
             cli.worker_cpus.as_ref(),
             allowed,
         )?;
+        if cli.trace.is_some() && !matches!(cli.backend, BackendChoice::Green | BackendChoice::All)
+        {
+            return usage("--trace records the green runtime: use --backend green or all");
+        }
+        if !(1..=eevdf_rt::trace::MAX_CAPACITY).contains(&cli.trace_capacity) {
+            return usage(format!(
+                "--trace-capacity must be 1..={}",
+                eevdf_rt::trace::MAX_CAPACITY
+            ));
+        }
         let runtime_workers = match cli.workers {
             Some(0) => return usage("--workers must be at least 1"),
             Some(n) if n > MAX_WORKERS => {
@@ -480,6 +511,8 @@ impl Plan {
             features: cli.features,
             stats: cli.stats,
             plot: cli.plot,
+            trace: cli.trace,
+            trace_capacity: cli.trace_capacity,
         })
     }
 

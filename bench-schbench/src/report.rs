@@ -169,7 +169,7 @@ mod tests {
 
     #[test]
     fn rps_block_matches_the_original_layout() {
-        // BENCHMARKS.md's example: 11 samples whose 20/50/90th fall in these buckets.
+        // The example in docs/benchmarks.md ("Output format"): 11 samples whose 20/50/90th fall in these buckets.
         let mut rps = Histogram::new();
         for v in [
             16273, 16300, 16864, 17000, 17100, 17184, 17500, 17600, 17700, 17888, 18045,

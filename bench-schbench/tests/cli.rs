@@ -41,6 +41,12 @@ fn bad_input_exits_2_with_a_message() {
         (&["--features", "BOGUS,RUN_TO_PARITY"], "BOGUS"),
         (&["-r", "0"], "-r/--runtime"),
         (&["-j", "/nonexistent-dir/x.json", "-r", "1"], "-j"),
+        (
+            &["--trace", "/nonexistent-dir/t.json", "-r", "1"],
+            "--trace",
+        ),
+        (&["--backend", "threads", "--trace", "t.json"], "--trace"),
+        (&["--trace-capacity", "0"], "--trace-capacity"),
     ] {
         let out = schbench(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -278,6 +284,63 @@ fn green_report_parses_back() {
 
 fn temp(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// `--trace` writes Chrome trace-event JSON: one named track per runtime
+/// worker, a complete event per task run, wakeup instants with flow arrows.
+#[test]
+fn green_trace_is_chrome_trace_json() {
+    let path = temp("schbench-trace.json");
+    let out = schbench(
+        &[
+            "--backend",
+            "green",
+            "--workers",
+            "2",
+            "-L",
+            "-m",
+            "1",
+            "-t",
+            "4",
+            "-n",
+            "0",
+            "-r",
+            "1",
+            "-w",
+            "0",
+            "--trace",
+        ]
+        .iter()
+        .copied()
+        .chain([path.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("trace: "), "{}", stdout(&out));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let events = json["traceEvents"].as_array().expect("traceEvents");
+    let count = |ph: &str, cat: Option<&str>| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && cat.is_none_or(|c| e["cat"] == c))
+            .count()
+    };
+    let tracks: std::collections::BTreeSet<u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| e["tid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tracks.len(), 3, "two workers and the outside track");
+    let runs = count("X", Some("run"));
+    assert!(runs >= 1000, "{runs} run slices");
+    assert!(count("i", Some("wakeup")) >= 1000);
+    assert!(count("s", None) >= 1000 && count("f", None) >= 1000);
+    for e in events.iter().filter(|e| e["ph"] == "X") {
+        assert!(e["ts"].as_f64().unwrap() >= 0.0 && e["dur"].as_f64().unwrap() >= 0.0);
+        assert!(e["args"]["id"].is_u64() && e["args"]["nice"].is_i64());
+        assert!(e["name"].as_str().unwrap().starts_with("schbench-"));
+    }
 }
 
 #[test]

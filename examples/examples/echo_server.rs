@@ -63,9 +63,11 @@ struct Args {
     /// Only run the load, against the echo server at this address
     #[arg(long, value_name = "ADDR")]
     connect: Option<String>,
-    /// Scheduler features, sched_features syntax
+    /// Scheduler features, sched_features syntax (`kernel`: the kernel's defaults)
     #[arg(long, default_value = "")]
     features: String,
+    #[command(flatten)]
+    trace: cli::TraceOpt,
 }
 
 /// Largest request: a client writes a whole message before reading the
@@ -249,6 +251,7 @@ fn check(a: &Args) -> Result<(usize, Option<SocketAddr>), String> {
     cli::check_range("--requests", a.requests, 1..=100_000_000)?;
     cli::check_range("--size", a.size, 1..=MAX_SIZE)?;
     Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
+    a.trace.check()?;
     let addr = match a.listen.as_deref().or(a.connect.as_deref()) {
         None => None,
         Some(s) => Some(
@@ -274,6 +277,9 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
     } else {
         None
     };
+    if let Some(rt) = &rt {
+        args.trace.start(rt)?;
+    }
 
     if args.listen.is_some() {
         let addr = addr.expect("checked");
@@ -324,6 +330,9 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
         .as_ref()
         .zip(before)
         .map(|(rt, b)| rt.stats().since(&b).total());
+    if let Some(rt) = &rt {
+        args.trace.finish(rt)?;
+    }
     drop(rt);
 
     let n = report.rtt.len();

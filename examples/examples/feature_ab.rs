@@ -91,6 +91,25 @@ struct Args {
     /// CPU hogs [default: 1 per worker]
     #[arg(long)]
     hogs: Option<usize>,
+    /// With --trace, the measured phase of each set's first round is traced
+    /// into FILE, with `-N` (the set's position, from 1) before the extension
+    /// when there are several sets.
+    #[command(flatten)]
+    trace: cli::TraceOpt,
+}
+
+/// The `--trace` file of set `i` (0-based) of `n`.
+fn trace_for(opt: &cli::TraceOpt, i: usize, n: usize) -> cli::TraceOpt {
+    let mut o = opt.clone();
+    if let (Some(p), true) = (&opt.trace, n > 1) {
+        let stem = p.file_stem().unwrap_or_default().to_string_lossy();
+        let name = match p.extension() {
+            Some(ext) => format!("{stem}-{}.{}", i + 1, ext.to_string_lossy()),
+            None => format!("{stem}-{}", i + 1),
+        };
+        o.trace = Some(p.with_file_name(name));
+    }
+    o
 }
 
 /// One feature set: its label and its spec.
@@ -229,7 +248,7 @@ struct Pair {
     posted_at: AtomicU64,
 }
 
-fn run_set(set: &Set, mix: &Mix) -> Result<Measured, String> {
+fn run_set(set: &Set, mix: &Mix, trace: &cli::TraceOpt) -> Result<Measured, String> {
     let rt = eevdf_rt::Builder::new()
         .workers(mix.workers)
         .thread_name(THREADS)
@@ -329,6 +348,7 @@ fn run_set(set: &Set, mix: &Mix) -> Result<Measured, String> {
     }
 
     std::thread::sleep(mix.warmup);
+    trace.start(&rt)?;
     let (t0, s0, r0, u0) = (Instant::now(), rt.stats(), trips.sum(), units.sum());
     let d0 = os::threads_run_delay(&format!("{THREADS}-w"));
     phase.store(MEASURE, Ordering::Relaxed);
@@ -336,6 +356,7 @@ fn run_set(set: &Set, mix: &Mix) -> Result<Measured, String> {
     phase.store(STOP, Ordering::Relaxed);
     let (t1, s1, r1, u1) = (Instant::now(), rt.stats(), trips.sum(), units.sum());
     let d1 = os::threads_run_delay(&format!("{THREADS}-w"));
+    trace.finish(&rt)?;
 
     // Release every pair (each side sees STOP when it wakes).
     for p in &pairs {
@@ -383,9 +404,14 @@ fn main() -> ExitCode {
         args.rounds,
     );
     let mut results: Vec<Option<Measured>> = vec![None; sets.len()];
-    for _ in 0..args.rounds {
-        for (set, acc) in sets.iter().zip(results.iter_mut()) {
-            match run_set(set, &mix) {
+    for round in 0..args.rounds {
+        for (i, (set, acc)) in sets.iter().zip(results.iter_mut()).enumerate() {
+            let trace = if round == 0 {
+                trace_for(&args.trace, i, sets.len())
+            } else {
+                cli::TraceOpt::default()
+            };
+            match run_set(set, &mix, &trace) {
                 Ok(r) => match acc {
                     Some(a) => a.add(&r),
                     None => *acc = Some(r),
@@ -411,6 +437,7 @@ fn check(a: &Args) -> Result<(Vec<Set>, Mix), String> {
         1..=eevdf_rt::MAX_WORKERS,
     )?;
     cli::check_range("--rounds", a.rounds, 1..=100)?;
+    trace_for(&a.trace, 0, sets.len()).check()?;
     let pairs = cli::check_range("--pairs", a.pairs.unwrap_or(2 * workers), 0..=10_000)?;
     let sleepers = cli::check_range("--sleepers", a.sleepers.unwrap_or(2 * workers), 0..=10_000)?;
     let hogs = cli::check_range("--hogs", a.hogs.unwrap_or(workers), 0..=10_000)?;

@@ -137,9 +137,13 @@ struct Args {
     /// Batch work between two yield points, µs
     #[arg(long, default_value_t = 50.0)]
     batch_unit_us: f64,
-    /// eevdf-rt scheduler features, sched_features syntax ("NO_PREEMPT_SHORT,TICK_ELIGIBLE")
+    /// eevdf-rt scheduler features, sched_features syntax ("NO_PREEMPT_SHORT,TICK_ELIGIBLE";
+    /// "kernel": the kernel's defaults)
     #[arg(long, default_value = "")]
     features: String,
+    /// With --trace, the eevdf-rt side's last round is traced (warm-up included).
+    #[command(flatten)]
+    trace: cli::TraceOpt,
     /// Leave both runtimes' worker threads unpinned (by default each runtime
     /// pins worker i to the i-th allowed CPU: eevdf-rt's default, applied
     /// to tokio's workers too so that both meet the same kernel placement)
@@ -188,6 +192,7 @@ struct Plan {
     transport: Transport,
     pin: bool,
     tick: Duration,
+    trace: cli::TraceOpt,
 }
 
 impl Plan {
@@ -233,6 +238,7 @@ impl Plan {
         let tick =
             Duration::from_micros(cli::check_range("--tick-us", a.tick_us, 100..=1_000_000)?);
         Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
+        a.trace.check()?;
         let cal = Calibration::measure();
         Ok(Plan {
             workers,
@@ -250,6 +256,7 @@ impl Plan {
             transport: a.transport,
             pin: !a.no_pin,
             tick,
+            trace: a.trace.clone(),
         })
     }
 }
@@ -489,6 +496,7 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
         .features(&plan.features)
         .build()
         .map_err(|e| e.to_string())?;
+    plan.trace.start(&rt)?;
     let spawn_err = |e: std::io::Error| format!("eevdf-rt spawn: {e}");
     let start = Instant::now() + Duration::from_millis(20);
     let measure_from = start + plan.warmup;
@@ -576,6 +584,7 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
     for b in batch {
         black_box(b.join().map_err(|_| "a green batch job panicked")?);
     }
+    plan.trace.finish(&rt)?;
     Ok(outcome(
         "eevdf-rt",
         plan.workers,

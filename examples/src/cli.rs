@@ -44,3 +44,60 @@ pub fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
     }
     Ok(std::time::Duration::from_secs_f64(v))
 }
+
+/// `--trace FILE`: record the eevdf-rt runtime's scheduling trace and write
+/// it as Chrome trace-event JSON (open it in ui.perfetto.dev). Flatten it
+/// into an example's arguments; call [`TraceOpt::start`] after building
+/// the runtime and [`TraceOpt::finish`] before shutting it down.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TraceOpt {
+    /// Write the runtime's scheduling trace (Chrome JSON, for ui.perfetto.dev) to this file
+    #[arg(long, value_name = "FILE.json")]
+    pub trace: Option<std::path::PathBuf>,
+    /// Events kept per runtime worker by --trace (the last ones; 32 bytes each)
+    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
+    pub trace_capacity: usize,
+}
+
+impl TraceOpt {
+    /// Checks the options before anything runs (a usage error otherwise):
+    /// the capacity's range, and that the file can be created.
+    pub fn check(&self) -> Result<(), String> {
+        check_range(
+            "--trace-capacity",
+            self.trace_capacity,
+            1..=eevdf_rt::trace::MAX_CAPACITY,
+        )?;
+        if let Some(path) = &self.trace {
+            std::fs::File::create(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Checks the file can be written and starts recording on `rt`.
+    pub fn start(&self, rt: &eevdf_rt::Runtime) -> Result<(), String> {
+        if let Some(path) = &self.trace {
+            std::fs::File::create(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+            rt.trace_start(self.trace_capacity)
+                .map_err(|e| format!("--trace-capacity: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Stops recording and writes the file, printing a one-line summary.
+    pub fn finish(&self, rt: &eevdf_rt::Runtime) -> Result<(), String> {
+        if let Some(path) = &self.trace {
+            let t = rt.trace_stop();
+            t.save(path)
+                .map_err(|e| format!("--trace {}: {e}", path.display()))?;
+            println!(
+                "trace: {} events ({} task runs, {} dropped) written to {}",
+                t.len(),
+                t.runs().len(),
+                t.dropped(),
+                path.display()
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,5 +1,6 @@
 //! Shared helpers for the example programs: calibrated CPU work
-//! ([`work`]), latency histograms and their printing ([`hist`]), exiting
+//! ([`work`]), latency histograms and their printing ([`hist`], from
+//! `bench-common`, as are the plots, [`plot`]), exiting
 //! with a clear message on bad input ([`cli`]) and the few thread-tuning
 //! system calls the load generators make ([`os`]).
 //!
@@ -8,7 +9,7 @@
 //! the sides differ only in how they schedule.
 
 pub mod cli;
-pub mod hist;
 pub mod os;
-pub mod plot;
 pub mod work;
+
+pub use bench_common::{hist, plot};

@@ -98,34 +98,26 @@ fn threads_schedstat(prefix: &str, field: usize) -> Option<Duration> {
     found.then(|| Duration::from_nanos(total))
 }
 
-/// The CPUs this process may run on, in ascending order.
+/// The CPUs this process may run on, in ascending order (the calling
+/// thread's affinity, through `core_affinity`).
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: `set` is a plain bitmask that sched_getaffinity fills in; it
-    // is as large as the size we pass.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
+    let mut cpus: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    cpus.sort_unstable();
+    cpus
 }
 
 /// Pins the calling thread to CPU `cpu` (as eevdf-rt pins its workers).
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
-    // SAFETY: `set` is a zeroed cpu_set_t with one bit set by CPU_SET,
-    // which bounds-checks `cpu`; pid 0 is the calling thread.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc == 0 {
+    if core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
         Ok(())
     } else {
-        Err(io::Error::last_os_error())
+        Err(io::Error::other(format!(
+            "cannot pin the thread to CPU {cpu}"
+        )))
     }
 }
 

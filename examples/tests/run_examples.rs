@@ -104,6 +104,85 @@ fn run_ok(name: &str, args: &[&str]) -> String {
     stdout(&o)
 }
 
+/// The values of a table row of `latency_service` (`label` then one column
+/// per runtime, then the ratio), durations in µs (`87.8 µs`, `2.45 ms`,
+/// `1.20 s`), counts as is, ratios (`0.56×`) as numbers.
+fn row_values(out: &str, label: &str) -> Vec<f64> {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(label) && l[label.len()..].starts_with(' '))
+        .unwrap_or_else(|| panic!("no `{label}` row in:\n{out}"));
+    let mut values = Vec::new();
+    let mut words = line[label.len()..].split_whitespace().peekable();
+    while let Some(w) = words.next() {
+        let number: f64 = w
+            .trim_end_matches(['×', '%'])
+            .parse()
+            .unwrap_or_else(|_| panic!("`{w}` in row `{line}` is not a number"));
+        let scale = match words.peek() {
+            Some(&"µs") => 1.0,
+            Some(&"ms") => 1e3,
+            Some(&"s") => 1e6,
+            _ => {
+                values.push(number);
+                continue;
+            }
+        };
+        words.next();
+        values.push(number * scale);
+    }
+    values
+}
+
+/// Checks the figures of `latency_service`'s table, not only its labels:
+/// every request of the open-loop schedule was measured, the percentiles
+/// are ordered and plausible, batch work ran, and the ratio column is the
+/// ratio of the two columns.
+fn check_latency_table(out: &str, expected_requests: f64) {
+    let requests = row_values(out, "requests");
+    assert_eq!(requests.len(), 3, "two runtimes and a ratio: {requests:?}");
+    for &n in &requests[..2] {
+        assert!(
+            (n - expected_requests).abs() <= 0.25 * expected_requests,
+            "measured {n} requests, the schedule sends {expected_requests}:\n{out}"
+        );
+    }
+    let rows: Vec<Vec<f64>> = [
+        "latency p50",
+        "latency p90",
+        "latency p99",
+        "latency p99.9",
+        "latency max",
+    ]
+    .iter()
+    .map(|l| row_values(out, l))
+    .collect();
+    for side in 0..2 {
+        let q: Vec<f64> = rows.iter().map(|r| r[side]).collect();
+        assert!(
+            q.windows(2).all(|w| w[0] <= w[1]),
+            "percentiles out of order: {q:?}\n{out}"
+        );
+        // A request is 30 µs of work; nothing waits for 10 s in a 0.2 s run.
+        assert!(
+            q[0] >= 5.0 && q[4] < 10e6,
+            "implausible latencies {q:?}\n{out}"
+        );
+    }
+    let p99 = &rows[2];
+    let want = p99[1] / p99[0];
+    assert!(
+        (p99[2] - want).abs() <= 0.02 * want + 0.01,
+        "p99 ratio column {} is not tokio/green {want}:\n{out}",
+        p99[2]
+    );
+    let batch = row_values(out, "batch units/s");
+    assert!(
+        batch[0] > 0.0 && batch[1] > 0.0,
+        "no batch work ran:\n{out}"
+    );
+}
+
 /// Runs and asserts exit 2 with a message on stderr and no panic.
 fn run_bad(name: &str, args: &[&str]) {
     let o = run(name, args);
@@ -150,6 +229,7 @@ fn latency_service() {
     for row in ["latency p99", "batch units/s", "eevdf-rt", "tokio"] {
         assert!(out.contains(row), "no `{row}` in:\n{out}");
     }
+    check_latency_table(&out, 1000.0 * 0.2);
     let plot = std::fs::read_to_string(&svg).expect("the plot was written");
     let _ = std::fs::remove_file(&svg);
     assert!(plot.contains("<svg"), "not an SVG");
@@ -201,8 +281,18 @@ fn latency_service() {
 
 #[test]
 fn echo_server() {
-    let out = run_ok("echo_server", &["--clients", "4", "--requests", "50"]);
+    let trace = std::env::temp_dir().join(format!("echo_server-{}.json", std::process::id()));
+    let trace_arg = trace.to_str().expect("a UTF-8 temp path");
+    let out = run_ok(
+        "echo_server",
+        &["--clients", "4", "--requests", "50", "--trace", trace_arg],
+    );
     assert!(out.contains("every byte verified"), "{out}");
+    assert!(out.contains("task runs"), "{out}");
+    let json = std::fs::read_to_string(&trace).expect("the trace was written");
+    let _ = std::fs::remove_file(&trace);
+    assert!(json.starts_with("{\"traceEvents\":[") && json.contains("\"ph\":\"X\""));
+    run_bad("echo_server", &["--trace", "/nonexistent-dir/t.json"]);
     run_ok(
         "echo_server",
         &[

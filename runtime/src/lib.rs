@@ -69,6 +69,7 @@ pub mod sync;
 mod sys;
 pub mod task;
 mod time;
+pub mod trace;
 mod wake;
 mod worker;
 
@@ -82,7 +83,8 @@ pub use runtime::api::{
 pub use runtime::join::{Cancelled, JoinHandle};
 pub use runtime::{Builder, Runtime};
 pub use stats::{Stats, WorkerStats};
-pub use task::Task;
+pub use task::{Task, TaskStats};
+pub use trace::Trace;
 pub use worker::mask::MAX_WORKERS;
 
 /// The README's examples, compiled and run as doc tests.

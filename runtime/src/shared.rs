@@ -2,7 +2,7 @@
 //!
 //! Owns: the workers, the idle-worker bitmap, the configuration, the live
 //! feature switches, the task registry, the shutdown flag, the external
-//! statistics row, the I/O reactor's slot (created lazily by
+//! statistics row, the scheduling trace, the I/O reactor's slot (created lazily by
 //! `io::reactor::get_or_init`) and the `spawn_blocking` pool (created at
 //! its first use). It lives at the crate root, beside the layers rather
 //! than in the top one (`runtime/`), because every layer holds it: a task
@@ -60,10 +60,13 @@ pub(crate) struct Shared {
     pub(crate) reactor_init: parking_lot::Mutex<()>,
     /// The `spawn_blocking` pool, created at its first use.
     blocking: OnceLock<Arc<BlockingPool>>,
+    /// The scheduling trace (`crate::trace`), off unless started.
+    pub(crate) trace: crate::trace::Tracer,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config, features: Features, workers: Box<[Worker]>) -> Self {
+        let workers_len = workers.len();
         Shared {
             registry: Registry::new(workers.len()),
             workers,
@@ -78,6 +81,7 @@ impl Shared {
             reactor: OnceLock::new(),
             reactor_init: parking_lot::Mutex::new(()),
             blocking: OnceLock::new(),
+            trace: crate::trace::Tracer::new(workers_len),
         }
     }
 

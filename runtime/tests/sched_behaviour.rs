@@ -1,5 +1,5 @@
 //! Behaviour tests of the EEVDF run queue: deterministic simulations of a
-//! worker with a 1 ms tick, checking what EEVDF.md promises — CPU shares
+//! worker with a 1 ms tick, checking what docs/eevdf.md promises — CPU shares
 //! proportional to weight, placement of new tasks, PREEMPT_SHORT and slice
 //! protection, delayed dequeue with DELAY_ZERO, RUN_TO_PARITY, TICK_ELIGIBLE,
 //! the policy rules of wakeup preemption, yield, stealing — and clear

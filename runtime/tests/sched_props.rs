@@ -6,7 +6,7 @@
 //! wakeup preemption, stealing and feature flips — over up to 64 entities.
 //! After every operation:
 //!
-//! - `check_invariants()` (EEVDF.md §16 items 1–4 and 6, O(n) recomputation);
+//! - `check_invariants()` (docs/eevdf.md §16 items 1–4 and 6, O(n) recomputation);
 //! - `pick_eevdf(false)` against a brute-force oracle: a linear scan with
 //!   exact rational eligibility (`(v − r)·W ≤ Σ w·(v_i − r)` in i128,
 //!   relative to an entity's vruntime `r`, not the queue's base);
@@ -282,7 +282,7 @@ fn oracle_next(rq: &RunQueue<u32>) -> Expect {
     oracle(rq)
 }
 
-/// The lag clamp of EEVDF.md §7.1 for entity `e`.
+/// The lag clamp of docs/eevdf.md §7.1 for entity `e`.
 fn clamp_lag(e: &Entity, lag: i64) -> i64 {
     let lim = e.fair_delta((2 * e.slice()).max(TICK)) as i64;
     lag.clamp(-lim, lim)

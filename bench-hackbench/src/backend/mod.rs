@@ -80,6 +80,8 @@ pub struct RuntimeOpts {
     pub features: Option<String>,
     /// Print the runtime's counters after each run (`--stats`).
     pub stats: bool,
+    /// Record the green runtime's scheduling trace into this file (`--trace`).
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// One hackbench run, identical for every backend.

@@ -5,7 +5,8 @@
 //! worker the task runs on.
 //!
 //! - Runtime: `--workers` workers (default: the CPUs), pinned one per allowed CPU
-//!   (worker `i` on the `i`-th allowed CPU), `--features` applied.
+//!   (worker `i` on the `i`-th allowed CPU), `--features` applied; `--trace` records
+//!   the runtime's scheduling trace from the spawns to the last join.
 //! - `-M`: message task `m` is pinned to the worker on its CPU (`-M auto`: worker
 //!   `m`); `-W` (and the rest of `-M auto`): workers may run only on the runtime
 //!   workers whose CPUs are in the worker set (all workers if none is).
@@ -152,6 +153,10 @@ impl Backend for Green {
             .build()
             .map_err(io::Error::from)?;
         let placement = Placement::new(plan, self.workers)?;
+        if plan.trace.is_some() {
+            rt.trace_start(plan.trace_capacity)
+                .map_err(io::Error::from)?;
+        }
         let wiring = Arc::new(Wiring {
             board: Board::new(plan.message_threads, plan.workers_per_message, plan.pipe),
             locks: SpinLocks::new(self.workers),
@@ -163,6 +168,7 @@ impl Backend for Green {
             handles: Vec::new(),
             rt,
             stats: plan.stats,
+            trace: plan.trace.clone(),
         };
         if let Err((error, first_unspawned_worker)) =
             spawn_all(&run.rt, &wiring, &placement, &mut run.handles)
@@ -235,7 +241,7 @@ fn spawn_all(
     }
     for id in 0..plan.workers() {
         let w2 = w.clone();
-        let mut b = eevdf_rt::task::Builder::new();
+        let mut b = eevdf_rt::task::Builder::new().name(format!("schbench-worker{id}"));
         if let Some(set) = &placement.worker {
             b = b.affinity(set.iter().copied());
         }
@@ -252,6 +258,7 @@ struct GreenRun {
     handles: Vec<JoinHandle<()>>,
     rt: Runtime,
     stats: bool,
+    trace: Option<std::path::PathBuf>,
 }
 
 impl Running for GreenRun {
@@ -263,9 +270,26 @@ impl Running for GreenRun {
         for handle in self.handles {
             panicked += usize::from(handle.join().is_err());
         }
-        let stats = self
+        let mut stats = self
             .stats
             .then(|| format!("eevdf-rt stats:\n{}", self.rt.stats()));
+        if let Some(path) = &self.trace {
+            let trace = self.rt.trace_stop();
+            trace.save(path).map_err(|e| {
+                io::Error::new(e.kind(), format!("--trace {}: {e}", path.display()))
+            })?;
+            let note = format!(
+                "trace: {} events ({} task runs, {} dropped) written to {}",
+                trace.len(),
+                trace.runs().len(),
+                trace.dropped(),
+                path.display()
+            );
+            stats = Some(match stats {
+                Some(s) => format!("{s}\n{note}"),
+                None => note,
+            });
+        }
         self.rt.shutdown();
         if panicked > 0 {
             return Err(io::Error::other(format!(

@@ -2,8 +2,8 @@
 //! list of backends `--backend` can name.
 //!
 //! This module owns the [`Backend`] and [`Running`] traits and the choice of backends.
-//! It must not contain a backend's mechanics (those are `threads`, `tokio`, later
-//! `green`) nor measure or report (the driver does, through [`Shared`]).
+//! It must not contain a backend's mechanics (those are `threads`, `green` and
+//! `tokio`) nor measure or report (the driver does, through [`Shared`]).
 //!
 //! # Contract
 //! [`Backend::start`] is given the run's [`Shared`] state and must, before returning,
@@ -102,9 +102,8 @@ impl Kind {
     }
 }
 
-/// The backends to run for `plan`: the one `--backend` names (an error if it is not
-/// built in), or with `all` every backend that is built in. Bad backend-specific
-/// input (e.g. green's `--features`) is an error either way.
+/// The backends to run for `plan`: the one `--backend` names, or with `all` every
+/// backend. Bad backend-specific input (e.g. green's `--features`) is an error.
 pub fn select(plan: &Plan) -> Result<Vec<Box<dyn Backend>>, UsageError> {
     let kinds: &[Kind] = match plan.backend {
         BackendChoice::Threads => &[Kind::Threads],
@@ -114,26 +113,17 @@ pub fn select(plan: &Plan) -> Result<Vec<Box<dyn Backend>>, UsageError> {
     };
     let mut backends = Vec::with_capacity(kinds.len());
     for &kind in kinds {
-        match create(kind, plan)? {
-            Some(backend) => backends.push(backend),
-            None if plan.backend == BackendChoice::All => {}
-            None => {
-                return Err(UsageError(format!(
-                    "the {} backend is not available in this build yet; use --backend threads, tokio or all",
-                    kind.name()
-                )))
-            }
-        }
+        backends.push(create(kind, plan)?);
     }
     Ok(backends)
 }
 
-/// Instantiates a backend: `Ok(None)` when it is not built in.
-fn create(kind: Kind, plan: &Plan) -> Result<Option<Box<dyn Backend>>, UsageError> {
+/// Instantiates a backend.
+fn create(kind: Kind, plan: &Plan) -> Result<Box<dyn Backend>, UsageError> {
     Ok(match kind {
-        Kind::Threads => Some(Box::new(threads::Threads)),
-        Kind::Tokio => Some(Box::new(tokio::Tokio)),
+        Kind::Threads => Box::new(threads::Threads),
+        Kind::Tokio => Box::new(tokio::Tokio),
         // The green backend validates `--features` here, before anything runs.
-        Kind::Green => Some(Box::new(green::Green::new(plan)?)),
+        Kind::Green => Box::new(green::Green::new(plan)?),
     })
 }

@@ -9,11 +9,14 @@
 //!
 //! `head` points at the most recently pushed node; each node's link points
 //! at the node pushed before it. A producer links its node to the head it
-//! saw and publishes it with a CAS (`Release` on success so the node's
-//! contents — everything the waker wrote into the task — happen-before the
-//! consumer's `Acquire` swap). The consumer takes the whole list with one
-//! `swap(null)` and reverses it, so tasks are activated in the order they
-//! were pushed (FIFO), like the kernel's llist processing.
+//! saw and publishes it with a `SeqCst` CAS: its release half makes the
+//! node's contents — everything the waker wrote into the task —
+//! happen-before the consumer's `Acquire` swap, and the kick that follows
+//! orders the push before its look at the owner's idle state (see
+//! `Worker::post` and `worker::idle`). The consumer takes the whole list
+//! with one `swap(null)` and reverses it, so tasks are activated in the
+//! order they were pushed (FIFO). The kernel does the same: its wake list
+//! is an llist whose consumer reverses it before running the wakeups.
 //!
 //! Ownership: a pushed node is owned by the list (the producer hands over
 //! one strong reference, `Arc::into_raw`); `take_all` hands ownership to the
@@ -63,11 +66,13 @@ impl<T: Linked> WakeList<T> {
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             link.store(head, Ordering::Relaxed);
-            // Release: the node's link and the waker's writes to the task are
-            // visible to the consumer that acquires the head. The waker's
-            // next step, `IdleState::kick`, starts with a SeqCst fence that
-            // orders this push before its load of the owner's idle state
-            // (the park/kick pair in `worker::idle`).
+            // SeqCst on success. Its release half makes the node's link and
+            // the waker's writes to the task visible to the consumer that
+            // acquires the head. The order against the owner's parking
+            // comes from the waker's next step, `IdleState::kick`, which
+            // starts with a SeqCst fence before it loads the idle state
+            // (the park/kick pair in `worker::idle`); SeqCst here keeps the
+            // push in that single total order too.
             match self
                 .head
                 .compare_exchange_weak(head, raw, Ordering::SeqCst, Ordering::Relaxed)

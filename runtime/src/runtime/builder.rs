@@ -1,8 +1,9 @@
 //! Runtime configuration.
 //!
-//! Owns: [`Builder`], its defaults (API.md) and the validation of every
-//! value, and starting the runtime (workers pinned one per allowed core;
-//! there is no other thread). Must not: hold runtime state.
+//! Owns: [`Builder`], its defaults (documented on each method) and the
+//! validation of every value, and starting the runtime (workers pinned one
+//! per allowed core; there is no other thread). Must not: hold runtime
+//! state.
 
 use super::blocking;
 use super::Runtime;
@@ -75,9 +76,12 @@ impl Default for Builder {
 impl Builder {
     /// Defaults: one worker per available CPU, pinned; 256 KiB stacks; base
     /// slice `0.7 ms × (1 + ⌊log2(min(workers, 8))⌋)`; 1 ms tick; 50 µs idle
-    /// spin; 6.17 feature defaults (plus the runtime's own switches);
-    /// stacks guarded by [`StackGuard::Auto`]; a blocking pool of at most
-    /// 512 threads that linger 10 s.
+    /// spin; the runtime's feature defaults — the kernel's 6.17 defaults
+    /// except HRTICK, TTWU_QUEUE_DEFAULT, TTWU_QUEUE_DELAYED, WA_SYNC and
+    /// SPAWN_LOCAL, which are on (`features("kernel")` for the kernel's
+    /// exact set; see `docs/features.md`); stacks guarded by
+    /// [`StackGuard::Auto`]; a blocking pool of at most 512 threads that
+    /// linger 10 s.
     pub fn new() -> Self {
         Self::default()
     }
@@ -122,7 +126,9 @@ impl Builder {
 
     /// Scheduler feature switches in `sched_features` syntax
     /// (`"NO_DELAY_DEQUEUE,TICK_ELIGIBLE"`); may be called several times.
-    /// An unknown name makes `build` fail.
+    /// The presets `"kernel"` (the kernel's 6.17 defaults) and `"default"`
+    /// replace the whole set where they appear, so `"kernel,HRTICK"` is the
+    /// kernel's set with HRTICK on. An unknown name makes `build` fail.
     pub fn features(mut self, spec: &str) -> Self {
         self.features.push(spec.to_string());
         self

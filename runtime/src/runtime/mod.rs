@@ -216,6 +216,35 @@ impl Runtime {
         self.shared.features().to_string()
     }
 
+    /// Starts recording a scheduling trace: every switch, wakeup,
+    /// migration, steal, delayed dequeue and preemption, into one ring of
+    /// `capacity` events per worker (32 bytes each; when a ring is full
+    /// its oldest events are overwritten). A trace already running is
+    /// discarded and restarted. A capacity outside 1 ..= 2^24 is an error.
+    ///
+    /// Off (the default) it costs one relaxed load per hook. See
+    /// [`Trace`](crate::Trace) and `docs/tracing.md`.
+    ///
+    /// ```
+    /// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+    /// rt.trace_start(4096).unwrap();
+    /// rt.block_on(|| eevdf_rt::yield_now());
+    /// let trace = rt.trace_stop();
+    /// assert!(!trace.runs().is_empty());
+    /// assert!(rt.trace_start(0).is_err());
+    /// ```
+    pub fn trace_start(&self, capacity: usize) -> Result<(), Error> {
+        self.shared.trace.start(capacity)
+    }
+
+    /// Stops the trace and returns what it recorded (an empty trace if
+    /// none was running). Write it with
+    /// [`Trace::write_json`](crate::Trace::write_json) or
+    /// [`Trace::save`](crate::Trace::save).
+    pub fn trace_stop(&self) -> crate::Trace {
+        self.shared.trace.stop()
+    }
+
     /// The current feature set.
     pub fn feature_set(&self) -> Features {
         self.shared.features()

@@ -45,7 +45,9 @@ where
         return Err(io::Error::other(Error::Shutdown));
     }
     let mask = opts.mask(sh.workers.len())?;
-    let entity = Entity::new(opts.nice)?.with_slice(opts.slice)?;
+    let entity = Entity::new(opts.nice)?
+        .with_slice(opts.slice)?
+        .with_policy(opts.policy);
     let here = wake::waker_index(sh);
     let target = placement::select_spawn_worker(sh, &mask, here);
     let tcb: TaskRef = Arc::new(Tcb::new(
@@ -56,6 +58,7 @@ where
         mask,
         target,
     ));
+    crate::trace::spawned(sh, &tcb);
     let packet = Arc::new(Packet::new());
     let body = green_body(f, PacketGuard::new(packet.clone()));
     let stack_size = opts.stack_size.unwrap_or(sh.config.stack_size);
@@ -76,6 +79,7 @@ where
             rq.q.enqueue(entity, tcb.clone(), EnqueueFlags::INITIAL, now);
         tcb.set_slot(slot);
         tcb.st.set_on_rq(QUEUED);
+        crate::task::stats::runnable(&tcb.acct, now);
         if rq.q.wakeup_preempt(slot, WakeFlags::FORK, now) {
             rq.request_resched();
         }

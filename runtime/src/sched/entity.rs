@@ -2,7 +2,7 @@
 //!
 //! Owns: an entity's scheduling parameters (policy, nice/weight, slice) and
 //! its EEVDF state (vruntime, deadline, lag, protection, delayed flag,
-//! execution accounting), EEVDF.md §3.1. While an entity is queued it lives
+//! execution accounting), docs/eevdf.md §3.1. While an entity is queued it lives
 //! inside a [`RunQueue`](super::RunQueue); while it sleeps the runtime keeps
 //! it in the task. Must not: know about run queues, threads or clocks.
 
@@ -13,7 +13,7 @@ use super::weight::{
 };
 use crate::error::Error;
 
-/// Shortest custom slice: 100 µs (EEVDF.md §2.3).
+/// Shortest custom slice: 100 µs (docs/eevdf.md §2.3).
 pub const MIN_SLICE: Nanos = 100_000;
 /// Longest custom slice: 100 ms.
 pub const MAX_SLICE: Nanos = 100_000_000;
@@ -21,7 +21,7 @@ pub const MAX_SLICE: Nanos = 100_000_000;
 pub const NORMALIZED_BASE_SLICE: Nanos = 700_000;
 
 /// The base slice for a runtime with `workers` workers:
-/// `700 µs × (1 + ⌊log2(min(workers, 8))⌋)` (EEVDF.md §2.3).
+/// `700 µs × (1 + ⌊log2(min(workers, 8))⌋)` (docs/eevdf.md §2.3).
 ///
 /// ```
 /// use eevdf_rt::sched::base_slice_for;
@@ -47,7 +47,7 @@ pub fn check_slice(slice: Nanos) -> Result<Nanos, Error> {
     }
 }
 
-/// Scheduling policy of an entity (EEVDF.md §3.1, §9).
+/// Scheduling policy of an entity (docs/eevdf.md §3.1, §9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Policy {
     /// Ordinary tasks (SCHED_NORMAL).

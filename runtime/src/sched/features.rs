@@ -1,8 +1,9 @@
 //! Scheduler feature switches, like the kernel's `sched_features`.
 //!
-//! Owns: the list of switches (the policy's, from EEVDF.md §14, and the
-//! runtime's own), their 6.17 defaults, and the kernel's text syntax
-//! (`NO_DELAY_DEQUEUE,RUN_TO_PARITY`). Must not: decide anything; the policy
+//! Owns: the list of switches (the policy's, from docs/eevdf.md §14, and the
+//! runtime's own), the runtime's defaults and the kernel's 6.17 defaults
+//! (the `kernel` preset; `docs/features.md` lists where they differ and
+//! why), and the kernel's text syntax (`NO_DELAY_DEQUEUE,RUN_TO_PARITY`). Must not: decide anything; the policy
 //! (`sched::rq`) and the runtime (`worker`, `wake`) read these bits.
 
 use crate::error::Error;
@@ -29,7 +30,8 @@ macro_rules! features {
                 match self { $( Feature::$variant => $name, )* }
             }
 
-            /// Whether the feature is on by default (6.17 defaults for kernel switches).
+            /// Whether the feature is on in the runtime's default set (see
+            /// [`Features::kernel`] for the kernel's 6.17 defaults).
             pub const fn default_enabled(self) -> bool {
                 match self { $( Feature::$variant => $default, )* }
             }
@@ -43,7 +45,7 @@ macro_rules! features {
 }
 
 features! {
-    /// Preserve lag across sleep and migration (EEVDF.md §7.2).
+    /// Preserve lag across sleep and migration (docs/eevdf.md §7.2).
     PlaceLag = "PLACE_LAG", default true, source "kernel 6.6+";
     /// A newborn task's first deadline is half a slice away (§7.2).
     PlaceDeadlineInitial = "PLACE_DEADLINE_INITIAL", default true, source "kernel 6.6+";
@@ -67,9 +69,9 @@ features! {
     WakeupPreemption = "WAKEUP_PREEMPTION", default true, source "kernel";
     /// Reschedule a running task that is no longer eligible at the tick and at
     /// wakeup, even while protected ("Reschedule the cfs_rq when current is
-    /// ineligible", BACKGROUND.md §3). Not merged upstream; off by default.
+    /// ineligible", docs/kernel-discussions.md §3). Not merged upstream; off by default.
     TickEligible = "TICK_ELIGIBLE", default false, source "proposed patch, 2024";
-    /// Runtime's own (a `[D]` of EEVDF.md §5.4): a per-worker preemption timer
+    /// Runtime's own (a `[D]` of docs/eevdf.md §5.4): a per-worker preemption timer
     /// fires when the running task's protection or slice ends, instead of
     /// waiting for the next tick. The kernel's HRTICK is off in 6.17 and on
     /// in later trees; a cooperative runtime needs it for short slices to
@@ -80,7 +82,7 @@ features! {
     TtwuQueue = "TTWU_QUEUE", default true, source "kernel";
     /// Runtime's own: wakeups of delayed tasks also go through the owner's
     /// wakelist instead of being done inline under its lock (proposed for
-    /// the kernel in 2025, BACKGROUND.md §1). On by default here: on the
+    /// the kernel in 2025, docs/kernel-discussions.md §1). On by default here: on the
     /// scaled schbench regression workload it gave 1.20× the requests per
     /// second of inline delayed wakeups (median of 5 interleaved pairs,
     /// README "Results"); neutral on schbench `-t 4 -s 0`, mixed on the
@@ -90,7 +92,7 @@ features! {
     /// target's wakelist even when the target is busy (the kernel queues
     /// only to an idle CPU and enqueues inline under a busy one's lock).
     /// Proposed for the kernel in 2025 ("all the work we can get away from
-    /// those pinned message CPUs is a win", BACKGROUND.md §1); on by default
+    /// those pinned message CPUs is a win", docs/kernel-discussions.md §1); on by default
     /// here from the schbench measurements (README).
     TtwuQueueDefault = "TTWU_QUEUE_DEFAULT", default true, source "runtime (proposed kernel switch)";
     /// Runtime's own: wake placement may move a wakee to an idle worker
@@ -110,8 +112,8 @@ features! {
     NewidleBalance = "NEWIDLE_BALANCE", default true, source "runtime (sched_balance_newidle)";
     /// Runtime's own: a green thread spawned from a green thread starts on
     /// its parent's worker. Off: on the idlest worker, like the kernel's fork
-    /// balancing (BACKGROUND.md §4).
-    SpawnLocal = "SPAWN_LOCAL", default true, source "runtime (BACKGROUND.md §4)";
+    /// balancing (docs/kernel-discussions.md §4).
+    SpawnLocal = "SPAWN_LOCAL", default true, source "runtime (docs/kernel-discussions.md §4)";
 }
 
 impl Feature {
@@ -166,9 +168,35 @@ impl Default for Features {
 }
 
 impl Features {
-    /// The default set (6.17 defaults for kernel switches).
+    /// The runtime's default set: the kernel's 6.17 defaults for every
+    /// switch the kernel has, except HRTICK, TTWU_QUEUE_DEFAULT and
+    /// TTWU_QUEUE_DELAYED, which are on here (see [`Features::kernel`]
+    /// and `docs/features.md` for why).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The kernel's 6.17 `sched_features` defaults (the `"kernel"`
+    /// preset): the runtime's defaults with HRTICK, TTWU_QUEUE_DEFAULT and
+    /// TTWU_QUEUE_DELAYED off (off or not merged in 6.17), and SPAWN_LOCAL
+    /// off (the kernel balances a new task onto the idlest CPU). WAKE_IDLE
+    /// and NEWIDLE_BALANCE stay on: they stand for the kernel's
+    /// `select_idle_sibling` and newidle balancing, which 6.17 does.
+    ///
+    /// ```
+    /// use eevdf_rt::sched::{Feature, Features};
+    /// let k = Features::kernel();
+    /// assert!(!k.is_enabled(Feature::Hrtick));
+    /// assert!(k.is_enabled(Feature::DelayDequeue));
+    /// assert_eq!(Features::parse("kernel").unwrap(), k);
+    /// assert_eq!(k.diff_from_default(), "NO_HRTICK,NO_TTWU_QUEUE_DELAYED,NO_TTWU_QUEUE_DEFAULT,NO_SPAWN_LOCAL");
+    /// ```
+    pub fn kernel() -> Self {
+        Self::default()
+            .with(Feature::Hrtick, false)
+            .with(Feature::TtwuQueueDefault, false)
+            .with(Feature::TtwuQueueDelayed, false)
+            .with(Feature::SpawnLocal, false)
     }
 
     /// Whether `f` is on.
@@ -206,13 +234,24 @@ impl Features {
 
     /// Applies a `sched_features`-style list on top of this set: names
     /// separated by commas or whitespace, each `NAME` (on) or `NO_NAME`
-    /// (off). Nothing is changed if any name is unknown.
+    /// (off), or a preset that replaces the whole set at that point —
+    /// `kernel` ([`Features::kernel`]) or `default` — so that
+    /// `"kernel,NO_DELAY_DEQUEUE"` is the kernel's set without delayed
+    /// dequeue. Nothing is changed if any name is unknown.
     pub fn apply(&mut self, spec: &str) -> Result<(), Error> {
         let mut next = *self;
         for word in spec
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|w| !w.is_empty())
         {
+            if word.eq_ignore_ascii_case("kernel") {
+                next = Features::kernel();
+                continue;
+            }
+            if word.eq_ignore_ascii_case("default") {
+                next = Features::default();
+                continue;
+            }
             let (name, on) = match word.get(..3) {
                 Some(p) if p.eq_ignore_ascii_case("NO_") && Feature::from_name(word).is_none() => {
                     (&word[3..], false)

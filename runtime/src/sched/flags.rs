@@ -1,4 +1,4 @@
-//! Flags of enqueue, dequeue and wakeup operations (EEVDF.md §8, §11.5).
+//! Flags of enqueue, dequeue and wakeup operations (docs/eevdf.md §8, §11.5).
 //!
 //! Owns: small copyable flag sets. Must not: carry state.
 

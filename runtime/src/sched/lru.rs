@@ -3,7 +3,7 @@
 //! Owns: an intrusive doubly linked list over arena indexes holding every
 //! queued entity, the most recently started one at the front. Newidle
 //! balancing walks it from the back, where the entities that ran least
-//! recently (the coldest caches) are (EEVDF.md §13). Every operation is
+//! recently (the coldest caches) are (docs/eevdf.md §13). Every operation is
 //! O(1). Must not: know about entities, time or the tree.
 
 use super::tree::NIL;

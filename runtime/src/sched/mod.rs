@@ -1,6 +1,6 @@
 //! The EEVDF policy: a pure, deterministic run queue.
 //!
-//! Owns: everything `shared/docs/EEVDF.md` specifies for one worker's
+//! Owns: everything `docs/eevdf.md` specifies for one worker's
 //! queue — entities, weights, the augmented tree, V, lag, eligibility,
 //! deadlines, slice protection, placement, delayed dequeue, wakeup
 //! preemption, yield, the tick decision and the choice of a task to steal.

@@ -1,5 +1,5 @@
 //! Per-entity EEVDF arithmetic: lag capture, placement, deadline renewal and
-//! the slice-protection horizon (EEVDF.md §5.2, §6.3, §7.1, §7.2).
+//! the slice-protection horizon (docs/eevdf.md §5.2, §6.3, §7.1, §7.2).
 //!
 //! Owns: pure functions of one entity and a few numbers describing its
 //! queue (V, the weight of the others, feature bits). The run queue computes

@@ -2,7 +2,7 @@
 //!
 //! Owns: the queue's accounting (`sum_wk`, `sum_w`, `load`, `nr_queued`,
 //! `nr_runnable`), the current entity (kept out of the tree), the buddy, the
-//! augmented deadline-ordered tree, and every policy decision of EEVDF.md
+//! augmented deadline-ordered tree, and every policy decision of docs/eevdf.md
 //! §4–§10 and §13's `can_migrate`: V, lag, eligibility, charging, deadline
 //! renewal, pick, slice protection, placement, reweight, enqueue/dequeue with
 //! delayed dequeue and DELAY_ZERO, wakeup preemption, yield and the tick.
@@ -60,7 +60,7 @@ impl Slot {
 pub struct Params {
     /// Slice of entities without a custom slice (ns); see [`base_slice_for`](super::base_slice_for).
     pub base_slice: Nanos,
-    /// Tick period (ns): the floor of the lag clamp (EEVDF.md §7.1).
+    /// Tick period (ns): the floor of the lag clamp (docs/eevdf.md §7.1).
     pub tick: Nanos,
 }
 
@@ -75,7 +75,11 @@ impl Default for Params {
 
 impl Params {
     /// Checked constructor: the base slice must lie in 100 µs ..= 100 ms
-    /// (like a custom slice) and the tick in 10 µs ..= 1 s.
+    /// (like a custom slice) and the tick in 10 µs ..= 1 s. (A runtime's
+    /// tick is narrower, 100 µs ..= 1 s, see `Builder::tick`: a busy worker
+    /// serves its own tick at its preemption points, and a shorter period
+    /// would mostly cost slow-path checks. A simulation may use any tick in
+    /// this range.)
     ///
     /// ```
     /// use eevdf_rt::sched::Params;
@@ -122,7 +126,7 @@ pub enum Pick<T> {
     /// Run this entity: call [`RunQueue::set_curr`] with it.
     Run(Slot),
     /// The pick chose a delayed entity, so its dequeue was completed instead
-    /// (EEVDF.md §8.3 step 3). The caller publishes that the task is off the
+    /// (docs/eevdf.md §8.3 step 3). The caller publishes that the task is off the
     /// queue, then picks again.
     FinishedDelayed(Entity, T),
     /// Nothing is queued.
@@ -213,7 +217,7 @@ pub struct RunQueue<T> {
     /// Virtual-time base (min_vruntime, §4.4): monotonic, the reference of `sum_wk`.
     base: u64,
     /// Σ_{tree} w·(vrt − base).
-    // [D] EEVDF.md §2.6: 128-bit sums (and 128-bit products in the
+    // [D] docs/eevdf.md §2.6: 128-bit sums (and 128-bit products in the
     // eligibility test) instead of the kernel's 64-bit ones, so no
     // overflow or saturation logic is needed.
     sum_wk: i128,
@@ -603,7 +607,7 @@ impl<T> RunQueue<T> {
     // Enqueue / dequeue (§8)
     // ----------------------------------------------------------------
 
-    /// Adds `entity` with `payload` (EEVDF.md §8.1): places it (lag, deadline),
+    /// Adds `entity` with `payload` (docs/eevdf.md §8.1): places it (lag, deadline),
     /// accounts it and inserts it in the tree. Returns its slot.
     ///
     /// `WAKEUP`: a wakeup (a sleeper gets a fresh request unless it carries
@@ -909,7 +913,7 @@ impl<T> RunQueue<T> {
     /// Real time (ns) until the next point where a charge of the current
     /// entity changes the picture: the end of its protection if it is still
     /// protected, otherwise its deadline (after which it starts a new
-    /// request), `⌈vdiff(horizon, vrt)·w/1024⌉` (EEVDF.md §5.4, a `[D]`: the
+    /// request), `⌈vdiff(horizon, vrt)·w/1024⌉` (docs/eevdf.md §5.4, a `[D]`: the
     /// runtime arms its per-worker preemption timer with this, so a
     /// shortened protection or an expired slice takes effect on time instead
     /// of at the next tick). Once the protection is over, the current entity
@@ -949,7 +953,7 @@ impl<T> RunQueue<T> {
     /// reschedules an ineligible current entity. Returns whether a reschedule
     /// is pending.
     ///
-    /// TICK_ELIGIBLE (BACKGROUND.md §3): when more than one entity is queued
+    /// TICK_ELIGIBLE (docs/kernel-discussions.md §3): when more than one entity is queued
     /// and the current one is no longer eligible (`vrt > V`), a lazy
     /// reschedule is requested even while it is protected.
     pub fn tick(&mut self, now: Nanos) -> bool {

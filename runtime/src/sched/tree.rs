@@ -5,7 +5,7 @@
 //! its order (virtual deadline, compared by signed difference; equal keys
 //! keep insertion order, the newcomer after the existing ones), the cached
 //! leftmost node, and the two augmented values every node carries for its
-//! whole subtree (EEVDF.md §3.4):
+//! whole subtree (docs/eevdf.md §3.4):
 //!
 //! ```text
 //! sub_min_vrt(n)   = vmin(n.vrt,   sub_min_vrt(n.left),   sub_min_vrt(n.right))
@@ -19,7 +19,7 @@
 //! The tree keeps its own copy of each member's `vdl`, `vrt` and `slice`
 //! (taken at insertion): the descent of the pick then touches only this
 //! compact array. A member's keys must not change while it is in the tree
-//! (EEVDF.md §3.4); the run queue brackets every change with remove/insert
+//! (docs/eevdf.md §3.4); the run queue brackets every change with remove/insert
 //! and its invariant check compares the copies with the entities.
 //!
 //! Must not: know about eligibility, weights, entities or payloads; the
@@ -252,7 +252,7 @@ impl AugTree {
     ///
     /// The walk stops early at a node that was not rotated and whose
     /// height and augmented values did not change: everything above it
-    /// depends only on those values (EEVDF.md §3.4, "propagation stops
+    /// depends only on those values (docs/eevdf.md §3.4, "propagation stops
     /// early"). It never stops before visiting `must_visit` (the successor
     /// moved into a removed node's place, which sits higher on this same
     /// path and must be recomputed); pass `NIL` when there is none.

@@ -3,7 +3,7 @@
 //! Owns: the wrapping comparison helpers every virtual time (`vruntime`,
 //! `deadline`, `vprot`, the queue's base) goes through. Virtual times are
 //! `u64` values that are allowed to wrap, so they are only ever compared by
-//! signed difference (EEVDF.md §2.1). Must not: compare virtual times with
+//! signed difference (docs/eevdf.md §2.1). Must not: compare virtual times with
 //! `<` on the raw `u64`.
 
 /// Nanoseconds (real time) or virtual nanoseconds (virtual time).
@@ -43,7 +43,7 @@ pub fn vmax(a: u64, b: u64) -> u64 {
     }
 }
 
-/// `⌊a / b⌋` for `b > 0`, rounding toward −∞ (EEVDF.md §4.2 requires it for V).
+/// `⌊a / b⌋` for `b > 0`, rounding toward −∞ (docs/eevdf.md §4.2 requires it for V).
 #[inline]
 pub fn floor_div(a: i128, b: i128) -> i128 {
     debug_assert!(b > 0);

@@ -1,7 +1,7 @@
 //! Nice levels, weights and the real → virtual time conversion.
 //!
 //! Owns: the kernel's 40-entry nice → weight table and its 2^32-scaled
-//! inverse (EEVDF.md §2.2, facts, not code), and `fair_delta` (§2.5), the
+//! inverse (docs/eevdf.md §2.2, facts, not code), and `fair_delta` (§2.5), the
 //! fixed-point `Δ·1024/w` every charge and every slice goes through. Must
 //! not: hold state.
 
@@ -77,7 +77,7 @@ pub fn inverse_weight(w: u32) -> u32 {
 /// Converts `delta` real nanoseconds into virtual nanoseconds for an entity
 /// of weight `weight` with inverse `inv_weight`: `Δ·1024/w`, computed in the
 /// kernel's fixed point with the 32-bit reciprocal so traces match bit for
-/// bit (EEVDF.md §2.5). A nice-0 entity gets `delta` unchanged.
+/// bit (docs/eevdf.md §2.5). A nice-0 entity gets `delta` unchanged.
 ///
 /// ```
 /// use eevdf_rt::sched::weight::{fair_delta, weight_of_nice, inverse_weight};

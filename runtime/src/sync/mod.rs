@@ -12,7 +12,7 @@
 //! lock, releases it, then wakes. Lock acquisitions, semaphore acquires
 //! and blocking channel operations honour a pending reschedule on entry
 //! (the kernel's `might_sleep()`); every call that woke someone honours it
-//! after releasing its internal locks (DESIGN.md: the resched flag is
+//! after releasing its internal locks (docs/architecture.md: the resched flag is
 //! honoured at every runtime call that can block or wake).
 //!
 //! Must not: hold an internal lock across a green-thread switch (it would

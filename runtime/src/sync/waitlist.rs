@@ -10,7 +10,7 @@
 //! with `unsafe`. Must not: know what any primitive means by its tokens;
 //! switch while a lock is held; touch a node after handing it its token.
 //!
-//! # Protocol (DESIGN.md "Waking a task", `wake::waiter`)
+//! # Protocol (docs/architecture.md "Waking a task", `wake::waiter`)
 //!
 //! ```text
 //! sleeper (block)                               waker (under the same lock)

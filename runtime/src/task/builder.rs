@@ -6,7 +6,7 @@
 use crate::error::Error;
 use crate::runtime::join::JoinHandle;
 use crate::runtime::{spawn, Runtime};
-use crate::sched::{check_slice, weight::nice_index};
+use crate::sched::{check_slice, weight::nice_index, Policy};
 use crate::worker::mask::{WorkerMask, MAX_WORKERS};
 use std::io;
 use std::time::Duration;
@@ -43,6 +43,7 @@ pub struct Builder {
     name: Option<String>,
     nice: i32,
     slice: Option<Duration>,
+    policy: Policy,
     affinity: Option<Vec<usize>>,
     stack_size: Option<usize>,
 }
@@ -53,6 +54,7 @@ pub(crate) struct SpawnOpts {
     pub(crate) name: Option<Box<str>>,
     pub(crate) nice: i32,
     pub(crate) slice: Option<u64>,
+    pub(crate) policy: Policy,
     pub(crate) affinity: Option<Vec<usize>>,
     pub(crate) stack_size: Option<usize>,
 }
@@ -64,6 +66,7 @@ impl SpawnOpts {
             name: None,
             nice: 0,
             slice: None,
+            policy: Policy::Normal,
             affinity: None,
             stack_size: None,
         }
@@ -125,6 +128,26 @@ impl Builder {
         self
     }
 
+    /// The scheduling class (default [`Policy::Normal`]):
+    /// [`Policy::Batch`] never preempts at wakeup (throughput work), and
+    /// [`Policy::Idle`] runs at weight 3, yields to any normal wakeup and
+    /// never preempts a normal task (background work). See `docs/eevdf.md`.
+    ///
+    /// ```
+    /// use eevdf_rt::sched::Policy;
+    /// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+    /// let h = eevdf_rt::task::Builder::new()
+    ///     .policy(Policy::Idle)
+    ///     .spawn_on(&rt, || eevdf_rt::current().stats())
+    ///     .unwrap();
+    /// let st = h.join().unwrap();
+    /// assert_eq!((st.policy, st.weight), (Policy::Idle, 3));
+    /// ```
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// Run only on worker `worker`; same as `.affinity([worker])`.
     pub fn pin(self, worker: usize) -> Self {
         self.affinity([worker])
@@ -166,6 +189,7 @@ impl Builder {
             name: self.name.map(String::into_boxed_str),
             nice: self.nice,
             slice,
+            policy: self.policy,
             affinity: self.affinity,
             stack_size: self.stack_size,
         })

@@ -3,6 +3,7 @@
 //! back to its worker.
 //!
 //! Owns: `Tcb` and `state`, [`Task`] (a handle to a green thread),
+//! [`TaskStats`] (per-task accounting, `stats`),
 //! [`Builder`] (spawn options), and `switch_out`. Must not: schedule.
 
 pub(crate) mod builder;
@@ -10,10 +11,12 @@ pub(crate) mod current;
 pub(crate) mod handle;
 pub(crate) mod registry;
 pub(crate) mod state;
+pub(crate) mod stats;
 pub(crate) mod tcb;
 
 pub use builder::Builder;
 pub use handle::Task;
+pub use stats::TaskStats;
 pub(crate) use tcb::{TaskRef, Tcb};
 
 pub use crate::runtime::join::JoinHandle;

@@ -1,6 +1,6 @@
 //! A task's wake-protocol state: `state`, `on_rq`, `on_cpu` and the wake lock.
 //!
-//! Owns: the atomics the try-to-wake-up protocol (EEVDF.md §11, DESIGN.md
+//! Owns: the atomics the try-to-wake-up protocol (docs/eevdf.md §11, docs/architecture.md
 //! "Waking a task") and the block path agree on, and the orderings that make
 //! "no lost wakeup, no double enqueue" true. Must not: touch run queues
 //! (the `wake` and `worker` modules do, under their locks).

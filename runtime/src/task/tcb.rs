@@ -28,6 +28,7 @@ use crate::loom::AtomicPtr;
 use crate::sched::{Entity, Slot};
 use crate::shared::Shared;
 use crate::task::state::TaskState;
+use crate::task::stats::Acct;
 use crate::worker::mask::WorkerMask;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -90,6 +91,10 @@ pub(crate) struct Tcb {
     context: ContextCell,
     /// The running green thread's way back to its worker.
     pub(crate) suspend: SuspendSlot,
+    /// Per-task accounting (`task::stats`).
+    pub(crate) acct: Acct,
+    /// Per-task trace state (`crate::trace`).
+    pub(crate) trace: crate::trace::TaskMark,
 }
 
 impl Linked for Tcb {
@@ -134,6 +139,8 @@ impl Tcb {
             unpark_token: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
             reg_key: AtomicU64::new(u64::MAX),
+            acct: Acct::default(),
+            trace: Default::default(),
         }
     }
 
@@ -223,6 +230,46 @@ impl Tcb {
         // it names.
         unsafe { (*self.entity.0.get()).take() }
             .expect("a task off every run queue keeps its entity")
+    }
+
+    /// Keeps the entity of a task that has just exited, for
+    /// [`Task::stats`](crate::Task::stats) (under the run-queue lock of the
+    /// worker it exited on, before `DEAD` is published).
+    #[inline]
+    pub(crate) fn keep_final_entity(&self, entity: Entity) {
+        // SAFETY: the task was current until now and `on_rq` still says
+        // QUEUED: no taker may touch the slot (take_entity's contract), and
+        // readers of a dead task's entity (`final_entity`) wait for DEAD.
+        unsafe { *self.entity.0.get() = Some(entity) };
+    }
+
+    /// The entity a finished task kept at its exit.
+    ///
+    /// # Safety
+    /// The caller has observed `state == DEAD` (`Acquire`), which is
+    /// published after `keep_final_entity`; nothing writes the slot after.
+    #[inline]
+    pub(crate) unsafe fn final_entity(&self) -> Option<&Entity> {
+        // SAFETY: by the caller's contract the slot is frozen.
+        unsafe { (*self.entity.0.get()).as_ref() }
+    }
+
+    /// The saved entity of a task that is not queued, to read or change
+    /// in place (`Task::stats`, `Task::set_nice`); `None` while a waker
+    /// has taken it and not yet enqueued the task.
+    ///
+    /// # Safety
+    /// The caller holds the task's wake lock and the run-queue lock of the
+    /// worker `cpu` names, and has observed `on_rq == NOT_QUEUED` under it,
+    /// and does not keep the reference past either lock. Every saver holds
+    /// that run-queue lock; every taker holds the wake lock (a waker's
+    /// inline enqueue) or that run-queue lock (the wakelist drain, whose
+    /// worker is `cpu`); the spawner takes it before the task is visible.
+    #[inline]
+    #[allow(clippy::mut_from_ref)] // exclusivity is the caller's contract
+    pub(crate) unsafe fn saved_entity(&self) -> Option<&mut Entity> {
+        // SAFETY: exclusive by the caller's contract (see above).
+        unsafe { (*self.entity.0.get()).as_mut() }
     }
 
     /// Installs the green context before the task is published to any

@@ -3,7 +3,7 @@
 //! Owns: one monotonic nanosecond clock shared by every worker, so `now`
 //! values from different workers compare, and the conversion from
 //! `Instant`. Must not: be read more than once per context switch on the
-//! switch path (the hot-path rule in `docs/`); callers pass `now` down.
+//! switch path (`docs/architecture.md`'s hot-path rule); callers pass `now` down.
 //!
 //! # Sources
 //!

@@ -1,6 +1,6 @@
 //! Newidle balance: an idle worker pulls one task from the busiest worker.
 //!
-//! Owns: the minimal faithful version of EEVDF.md §13 — find the worker
+//! Owns: the minimal faithful version of docs/eevdf.md §13 — find the worker
 //! with the most queued tasks (at least two), lock both run queues in index
 //! order, ask the policy for a task that may move (`steal_candidate`: not
 //! running, not delayed, eligible, not cache-hot within 500 µs unless
@@ -102,6 +102,8 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, st: &mut BalanceState) 
     *failures = 0;
     w.stats.inc(Counter::steals);
     w.stats.inc(Counter::migrations);
+    crate::task::stats::migrated(&t.acct);
+    crate::trace::steal(sh, w.index, &t, src_i, now);
     true
 }
 

@@ -1,6 +1,6 @@
 //! Waking tasks: the runtime's `try_to_wake_up`.
 //!
-//! Owns: the wake protocol of DESIGN.md ("Waking a task") and EEVDF.md §11
+//! Owns: the wake protocol of docs/architecture.md ("Waking a task") and docs/eevdf.md §11
 //! — serialise wakers on the task, un-delay a still-queued task in place
 //! (`ttwu_runnable`), otherwise claim it (`WAKING`), choose a worker
 //! (`placement`), and either push it on that worker's wakelist and kick it
@@ -94,13 +94,14 @@ fn wake(t: &TaskRef, sync: bool) -> bool {
         t.cpu
             .store(target as u32, std::sync::atomic::Ordering::Relaxed);
         count(sh, waker, Counter::migrations);
+        crate::trace::migrate(sh, waker, t, prev, target);
     }
     ttwu_queue(sh, t, target, waker, kind);
     true
 }
 
 /// The task is still accounted by a run queue (it has not switched out
-/// yet, or it is delayed): make it runnable where it is (EEVDF.md §11.1).
+/// yet, or it is delayed): make it runnable where it is (docs/eevdf.md §11.1).
 /// Returns `false` if it left the queue before we got its lock.
 fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
     loop {
@@ -108,7 +109,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
         let w = &sh.workers[cpu];
         // A blocked task that is queued but not on a CPU is delayed. With
         // TTWU_QUEUE_DELAYED its owner un-delays it from its wakelist, so a
-        // remote waker never takes the owner's lock [D] (BACKGROUND.md §1).
+        // remote waker never takes the owner's lock [D] (docs/kernel-discussions.md §1).
         if waker != Some(cpu)
             && !t.st.on_cpu()
             && sh.feature(Feature::TtwuQueue)
@@ -119,6 +120,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
                 .store(activation::WAKE, std::sync::atomic::Ordering::Relaxed);
             push_wakelist(sh, t, w, waker);
             count(sh, waker, Counter::delayed_wakeups);
+            crate::trace::wakeup(sh, waker, t, crate::trace::how::DELAYED_WAKELIST, cpu);
             return true;
         }
         let now = clock::now();
@@ -141,7 +143,9 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             count(sh, waker, Counter::wakeup_preemptions);
         }
         t.st.set_state(RUNNING);
+        crate::task::stats::woken(&t.acct, now, false);
         drop(rq);
+        crate::trace::wakeup(sh, waker, t, crate::trace::how::IN_PLACE, cpu);
         count(
             sh,
             waker,
@@ -155,7 +159,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
     }
 }
 
-/// `ttwu_queue_cond` (EEVDF.md §11.2) over a flat topology (one LLC) [D]:
+/// `ttwu_queue_cond` (docs/eevdf.md §11.2) over a flat topology (one LLC) [D]:
 /// queue on the target's wakelist when the waker is outside the runtime
 /// (it shares no run queue with anyone) or the target is idle — or, with
 /// TTWU_QUEUE_DEFAULT, whenever the target is another worker; enqueue
@@ -177,6 +181,7 @@ fn try_wakelist(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, k
     t.activation
         .store(kind, std::sync::atomic::Ordering::Relaxed);
     push_wakelist(sh, t, &sh.workers[target], waker);
+    crate::trace::wakeup(sh, waker, t, crate::trace::how::WAKELIST, target);
     true
 }
 
@@ -189,7 +194,7 @@ fn push_wakelist(sh: &Shared, t: &TaskRef, w: &Worker, waker: Option<usize>) {
 }
 
 /// Enqueue `t` on `target`: through its wakelist when the rule says so,
-/// otherwise inline under its lock (EEVDF.md §11.1 `ttwu_queue`).
+/// otherwise inline under its lock (docs/eevdf.md §11.1 `ttwu_queue`).
 fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kind: u8) {
     if try_wakelist(sh, t, target, waker, kind) {
         return;
@@ -197,7 +202,15 @@ fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kin
     let w = &sh.workers[target];
     let now = clock::now();
     let mut rq = w.lock_rq_from(sh, now, waker);
-    if activate(sh, w, &mut rq, t.clone(), kind, now) {
+    let preempt = activate(sh, w, &mut rq, t.clone(), kind, now);
+    crate::trace::wakeup(
+        sh,
+        waker,
+        t,
+        crate::trace::inline_how(waker, target),
+        target,
+    );
+    if preempt {
         rq.request_resched();
         count(sh, waker, Counter::wakeup_preemptions);
     }
@@ -267,6 +280,7 @@ pub(crate) fn activate(
         t.st.set_on_rq(QUEUED);
     }
     let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, flags, now);
+    crate::task::stats::activated(&t.acct, kind, now);
     t.st.set_state(RUNNING);
     preempt
 }

@@ -1,10 +1,10 @@
 //! Wake and spawn placement: which worker a task should run on.
 //!
-//! Owns: the simplified `select_task_rq` of EEVDF.md §12 — the task's
+//! Owns: the simplified `select_task_rq` of docs/eevdf.md §12 — the task's
 //! previous worker if it is idle, its recently used worker if idle, then a
 //! bounded scan of the idle-worker bitmap, else the previous worker — always
 //! within the task's affinity; and spawn placement (local first or idlest,
-//! the SPAWN_LOCAL switch, BACKGROUND.md §4). Every idle probe is counted.
+//! the SPAWN_LOCAL switch, docs/kernel-discussions.md §4). Every idle probe is counted.
 //! Must not: scan unboundedly (the v6.15 regression was idle scanning), or
 //! take locks.
 

@@ -189,10 +189,22 @@ mod tests {
             }
             i2.park(Some(Duration::from_secs(10)));
         });
-        std::thread::sleep(Duration::from_millis(20));
+        // Wait until it is parked (the park times out only after 10 s).
+        let wait_start = std::time::Instant::now();
+        while idle.get() != PARKED {
+            assert!(
+                wait_start.elapsed() < Duration::from_secs(5),
+                "never parked"
+            );
+            std::thread::yield_now();
+        }
         work.store(true, Ordering::SeqCst);
-        idle.kick();
+        let kicked = std::time::Instant::now();
+        assert!(idle.kick(), "a parked worker needs a wake syscall");
         t.join().unwrap();
+        // A lost kick would leave it parked until the 10 s timeout.
+        let took = kicked.elapsed();
+        assert!(took < Duration::from_secs(2), "woke only after {took:?}");
     }
 
     #[test]

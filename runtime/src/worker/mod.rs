@@ -411,8 +411,9 @@ impl Worker {
     /// syscall was made.
     pub(crate) fn post(&self, t: TaskRef) -> bool {
         // The push's SeqCst CAS publishes `activation` and every write the
-        // waker made to the task, and orders the push before the kick's
-        // load of the idle state (worker::idle protocol).
+        // waker made to the task (its release half); the SeqCst fence that
+        // starts `kick` orders the push before the kick's load of the idle
+        // state (worker::idle protocol).
         if self.wakelist.push(t) {
             // First task on an empty list: one flag per batch, like one IPI.
             self.set_flags(WAKELIST);

@@ -107,7 +107,9 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
             return None;
         }
         if let Some(next) = pick(w, &mut rq, now) {
-            // publishes the queue length and arms HRTICK for `next`
+            crate::task::stats::switched_in(&next.get().acct, now);
+            crate::trace::switch_in(sh, w.index, next.get(), now);
+            // the guard publishes the queue length and arms HRTICK for `next`
             drop(rq);
             recycle_stack(w, freed_stack.take());
             if prev_id != Some(next.get().id) {
@@ -118,6 +120,8 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
                         w.stats.inc(Counter::tick_preemptions);
                     }
                 }
+            } else {
+                crate::task::stats::repicked(&next.get().acct, preempted.is_some(), now);
             }
             return Some(next);
         }
@@ -153,6 +157,8 @@ fn handle_prev(
     now: u64,
 ) -> Option<GreenStack> {
     let p = prev.get();
+    crate::task::stats::switched_out_for(p, &why, now);
+    crate::trace::switch_out_for(sh, w.index, p, &why, now);
     match why {
         Resumed::Switched(Switch::Yield) => {
             rq.q.yield_current(now);
@@ -189,7 +195,10 @@ fn handle_prev(
                     _ => None,
                 };
                 match rq.q.dequeue(slot, DequeueFlags::SLEEP, now) {
-                    Dequeue::Delayed => w.stats.inc(Counter::delayed_dequeues),
+                    Dequeue::Delayed => {
+                        w.stats.inc(Counter::delayed_dequeues);
+                        crate::trace::delayed_dequeue(sh, w.index, p, now);
+                    }
                     Dequeue::Removed(entity, task) => task.save_entity(entity),
                 }
                 if let Some((deadline, task)) = timer {
@@ -203,7 +212,7 @@ fn handle_prev(
                 .q
                 .dequeue(slot, DequeueFlags::SLEEP | DequeueFlags::SPECIAL, now)
             {
-                Dequeue::Removed(_entity, _task) => {}
+                Dequeue::Removed(entity, _task) => p.keep_final_entity(entity),
                 Dequeue::Delayed => unreachable!("special dequeues are never delayed"),
             }
             p.st.set_state(DEAD);

@@ -15,7 +15,7 @@
 
 use super::endpoint::{self, Msg, Reader, Writer};
 use super::gate::GreenGate;
-use super::{build_runtime, joined, stats_lines};
+use super::{build_runtime, joined, save_trace, start_trace, stats_lines};
 use crate::backend::{BackendKind, HackbenchBackend, HackbenchConfig, HackbenchRun};
 use crate::error::BenchError;
 use crate::verify::{verify_groups, GroupOutcome, Received};
@@ -50,15 +50,17 @@ pub(crate) fn run_fixed(
     send: GreenSendFn,
 ) -> Result<HackbenchRun, BenchError> {
     let rt = build_runtime(&cfg.runtime, None)?;
+    start_trace(&rt, &cfg.runtime)?;
     let load = Load::start(&rt, cfg, Some(cfg.loops), send)?;
     let start = load.start;
     let before = load.stats_at_go.clone();
     let messages = load.finish()?;
     let elapsed = start.elapsed();
-    let details = match before {
+    let mut details = match before {
         Some(b) => stats_lines("from go to the end", &rt.stats().since(&b)),
         None => Vec::new(),
     };
+    details.extend(save_trace(&rt, &cfg.runtime)?);
     Ok(HackbenchRun {
         elapsed,
         messages,

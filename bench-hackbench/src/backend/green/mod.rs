@@ -86,6 +86,37 @@ pub fn build_runtime(opts: &RuntimeOpts, extra: Option<&str>) -> Result<Runtime,
     })
 }
 
+/// Starts `--trace` recording on a runtime built for a hackbench run.
+pub fn start_trace(rt: &Runtime, opts: &RuntimeOpts) -> Result<(), BenchError> {
+    if opts.trace.is_some() {
+        rt.trace_start(TRACE_CAPACITY)
+            .map_err(|e| BenchError::Usage(format!("--trace: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Events kept per runtime worker by `--trace` (32 bytes each): the last
+/// ones of a run that records more.
+pub const TRACE_CAPACITY: usize = 1 << 20;
+
+/// Stops `--trace` recording and writes the file; returns a line for the report.
+pub fn save_trace(rt: &Runtime, opts: &RuntimeOpts) -> Result<Option<String>, BenchError> {
+    let Some(path) = &opts.trace else {
+        return Ok(None);
+    };
+    let trace = rt.trace_stop();
+    trace
+        .save(path)
+        .map_err(|e| BenchError::io(format!("writing --trace {}", path.display()), e))?;
+    Ok(Some(format!(
+        "trace: {} events ({} task runs, {} dropped) written to {}",
+        trace.len(),
+        trace.runs().len(),
+        trace.dropped(),
+        path.display()
+    )))
+}
+
 /// `--stats` lines: the runtime's counter table (one column per worker).
 pub fn stats_lines(title: &str, stats: &Stats) -> Vec<String> {
     std::iter::once(format!("eevdf-rt stats ({title}):"))
@@ -125,6 +156,7 @@ mod tests {
             workers: 1,
             features: features.map(str::to_string),
             stats: false,
+            trace: None,
         }
     }
 

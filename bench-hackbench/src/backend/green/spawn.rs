@@ -108,7 +108,7 @@ fn spawner(gate: &GreenGate, stop: &AtomicBool, max: u64) -> io::Result<u64> {
 /// The green spawn rows to run: with the user's `--features` as given if
 /// they set SPAWN_LOCAL either way, else two rows — local-first placement
 /// (SPAWN_LOCAL, the default) and idlest-worker placement
-/// (NO_SPAWN_LOCAL) — so both sides of BACKGROUND.md §4 show. Each is a
+/// (NO_SPAWN_LOCAL) — so both sides of docs/kernel-discussions.md §4 show. Each is a
 /// row label and the runtime options for it.
 pub fn placement_variants(opts: &RuntimeOpts) -> Vec<(String, RuntimeOpts)> {
     let names_spawn_local = opts.features.as_deref().is_some_and(|f| {
@@ -145,6 +145,7 @@ mod tests {
             workers: 2,
             features: None,
             stats: false,
+            trace: None,
         };
         let v = placement_variants(&o);
         assert_eq!(v.len(), 2);

@@ -1,4 +1,4 @@
-//! Attribute changes of queued entities: nice (reweight, EEVDF.md §7.3)
+//! Attribute changes of queued entities: nice (reweight, docs/eevdf.md §7.3)
 //! and slice (§2.3), done in place so the entity keeps its slot.
 //!
 //! Owns: the bracket "capture lag → take out of V/W → change → place →
@@ -44,7 +44,7 @@ impl<T> RunQueue<T> {
     /// entity gets a fresh protection horizon, like the kernel's
     /// `set_next_task` after a nice change.
     pub fn reweight(&mut self, slot: Slot, nice: i32, now: Nanos) -> Result<(), Error> {
-        // [D] EEVDF.md §7.3: the kernel's in-queue reweight places the
+        // [D] docs/eevdf.md §7.3: the kernel's in-queue reweight places the
         // current entity while it is still counted in V and W (treated both
         // as existing and as joining). We exclude it (detach marks it not
         // queued), which conserves its lag exactly and matches what the

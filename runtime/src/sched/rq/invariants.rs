@@ -1,4 +1,4 @@
-//! The run queue's self-check: EEVDF.md §16 items 1–4 and 6, recomputed
+//! The run queue's self-check: docs/eevdf.md §16 items 1–4 and 6, recomputed
 //! from scratch in O(n).
 //!
 //! Owns: `check_invariants`. Must not: change anything, or trust any cached
@@ -12,7 +12,7 @@ use super::super::weight::{
 use super::RunQueue;
 
 impl<T> RunQueue<T> {
-    /// Checks every invariant of EEVDF.md §16 by O(n) recomputation.
+    /// Checks every invariant of docs/eevdf.md §16 by O(n) recomputation.
     /// Returns a description of the first violation.
     ///
     /// 1. `sum_w`, `sum_wk` equal the tree's recomputed sums; `load` is

@@ -1,6 +1,6 @@
 //! Selection on a run queue: the EEVDF pick, the switch-time pick with
 //! buddies and delayed entities, wakeup preemption, yield and the choice of
-//! a task to steal (EEVDF.md §6, §9, §10, §13).
+//! a task to steal (docs/eevdf.md §6, §9, §10, §13).
 //!
 //! Owns: decisions only; every change to the accounting goes through the
 //! primitives of the parent module. Must not: scan the queue linearly on
@@ -306,7 +306,7 @@ impl<T> RunQueue<T> {
             let q = self.arena.get(i);
             if q.entity.delayed {
                 // [D] the kernel migrates delayed tasks when balancing by
-                // load; the runtime never does (EEVDF.md §8.2, simpler)
+                // load; the runtime never does (docs/eevdf.md §8.2, simpler)
                 continue;
             }
             if check_lag && !self.eligible(i) {

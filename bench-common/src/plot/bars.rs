@@ -1,9 +1,5 @@
-//! SVG plots of the results (`--plot FILE.svg`).
-//!
-//! Owns: one grouped bar chart drawer ([`grouped_bars`]) on plotters' SVG
-//! backend, and the three uses of it: hackbench time per backend, latency
-//! avg/p99 per nice level (one group of bars per nice level, log scale) and
-//! spawns/s per backend. Must not: run anything or print to stdout.
+//! A grouped bar chart ([`grouped_bars`]): hackbench's time per backend,
+//! latency avg/p99 per nice level (log scale) and spawns/s per backend.
 
 use plotters::prelude::*;
 use std::path::Path;

@@ -1,6 +1,5 @@
-//! SVG plots (plotters' SVG backend: no system libraries, text as SVG
-//! `<text>`): latency percentile curves on log–log axes beside a bar chart
-//! of throughput.
+//! Latency percentile curves on log–log axes beside a bar chart of
+//! throughput ([`latency_and_throughput`]), for the examples.
 
 use hdrhistogram::Histogram;
 use plotters::prelude::*;

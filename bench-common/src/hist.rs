@@ -1,7 +1,7 @@
 //! Latency histograms (hdrhistogram, nanoseconds) and the way the examples
 //! print them.
 
-use hdrhistogram::Histogram;
+pub use hdrhistogram::Histogram;
 use std::time::Duration;
 
 /// A histogram of nanoseconds from 1 ns to 100 s at 3 significant digits.

@@ -1,0 +1,230 @@
+//! Per-task accounting, the scheduling trace, scheduling classes, changing
+//! another task's nice level and slice, and the kernel features preset.
+
+mod common;
+
+use common::with_timeout;
+use eevdf_rt::sched::Policy;
+use eevdf_rt::{Builder, TaskStats};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Spins (honouring preemption) until `until`.
+fn spin_until(until: Instant) {
+    while Instant::now() < until {
+        for _ in 0..200 {
+            std::hint::spin_loop();
+        }
+        eevdf_rt::preempt_point();
+    }
+}
+
+#[test]
+fn run_times_follow_the_weights_and_add_up_to_the_wall_time() {
+    with_timeout(30, "task stats", || {
+        let rt = Builder::new().workers(1).build().unwrap();
+        let start = Instant::now();
+        let until = start + Duration::from_millis(1000);
+        let spawn = |nice| {
+            eevdf_rt::task::Builder::new()
+                .nice(nice)
+                .spawn_on(&rt, move || {
+                    spin_until(until);
+                    eevdf_rt::current().stats()
+                })
+                .unwrap()
+        };
+        let (a, b) = (spawn(0), spawn(5));
+        let (sa, sb): (TaskStats, TaskStats) = (a.join().unwrap(), b.join().unwrap());
+        let wall = start.elapsed();
+        let (ra, rb) = (sa.run_time.as_secs_f64(), sb.run_time.as_secs_f64());
+        let want = 1024.0 / 335.0;
+        let ratio = ra / rb;
+        eprintln!(
+            "nice 0: {sa:?}\nnice 5: {sb:?}\nratio {ratio:.3} (weights {want:.3}), wall {wall:?}"
+        );
+        assert!(
+            (ratio / want - 1.0).abs() <= 0.15,
+            "run-time ratio {ratio:.3}, weight ratio {want:.3}"
+        );
+        assert!(sb.wait_time > sa.wait_time, "nice 5 should wait longer");
+        let sum = ra + rb;
+        let w = wall.as_secs_f64();
+        assert!(
+            sum >= 0.85 * w && sum <= 1.05 * w,
+            "run times {sum:.3} s, wall {w:.3} s"
+        );
+        assert!(sa.preemptions > 0 && sb.preemptions > 0);
+        assert!(sa.switches >= sa.preemptions);
+        assert_eq!((sa.weight, sb.weight), (1024, 335));
+    });
+}
+
+#[test]
+fn wakeups_and_migrations_are_counted() {
+    with_timeout(30, "wakeups", || {
+        let rt = Builder::new().workers(2).build().unwrap();
+        let h = rt.spawn(|| {
+            for _ in 0..20 {
+                eevdf_rt::sleep(Duration::from_micros(200));
+            }
+        });
+        let task = h.task().clone();
+        h.join().unwrap();
+        let st = task.stats();
+        assert_eq!(st.wakeups, 20, "{st:?}");
+        assert!(st.switches >= 20, "{st:?}");
+        assert_eq!(st.preemptions, 0, "{st:?}");
+        assert!(st.migrations <= st.wakeups);
+        // Sleeping is neither running nor waiting.
+        assert!(
+            st.run_time + st.wait_time < Duration::from_millis(4),
+            "{st:?}"
+        );
+    });
+}
+
+#[test]
+fn set_nice_and_slice_of_another_task_on_another_worker() {
+    with_timeout(30, "remote set_nice", || {
+        let rt = Builder::new().workers(2).build().unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = stop.clone();
+        let h = eevdf_rt::task::Builder::new()
+            .pin(1)
+            .spawn_on(&rt, move || {
+                while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                    eevdf_rt::preempt_point();
+                }
+                eevdf_rt::current().stats()
+            })
+            .unwrap();
+        let t = h.task().clone();
+        // From an OS thread and from a green thread on the other worker.
+        t.set_nice(3).unwrap();
+        assert_eq!(t.stats().weight, 526);
+        let t2 = t.clone();
+        rt.block_on(move || {
+            t2.set_nice(-2).unwrap();
+            t2.set_slice(Some(Duration::from_micros(500))).unwrap();
+        });
+        assert!(t.set_nice(20).is_err());
+        assert!(t.set_slice(Some(Duration::from_nanos(5))).is_err());
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let st = h.join().unwrap();
+        assert_eq!((st.nice, st.weight), (-2, 1586));
+        assert_eq!(st.slice, Duration::from_micros(500));
+        // Finished: the setters leave it alone, stats stay readable.
+        t.set_nice(1).unwrap();
+        assert!(t.stats().run_time > Duration::ZERO);
+    });
+}
+
+#[test]
+fn an_idle_policy_task_gets_little_next_to_a_normal_one() {
+    with_timeout(30, "idle policy", || {
+        let rt = Builder::new().workers(1).build().unwrap();
+        let until = Instant::now() + Duration::from_millis(300);
+        let spawn = |policy| {
+            eevdf_rt::task::Builder::new()
+                .policy(policy)
+                .spawn_on(&rt, move || {
+                    spin_until(until);
+                    eevdf_rt::current().stats()
+                })
+                .unwrap()
+        };
+        let (n, i) = (spawn(Policy::Normal), spawn(Policy::Idle));
+        let (sn, si) = (n.join().unwrap(), i.join().unwrap());
+        assert_eq!((si.policy, si.weight), (Policy::Idle, 3));
+        // Weight 3 against 1024: well under 5% of the CPU.
+        assert!(
+            si.run_time.as_secs_f64() < 0.05 * (sn.run_time + si.run_time).as_secs_f64(),
+            "{sn:?} {si:?}"
+        );
+        let b = eevdf_rt::task::Builder::new()
+            .policy(Policy::Batch)
+            .spawn_on(&rt, || eevdf_rt::current().stats().policy)
+            .unwrap();
+        assert_eq!(b.join().unwrap(), Policy::Batch);
+    });
+}
+
+#[test]
+fn trace_records_runs_and_wakeups_on_every_worker() {
+    with_timeout(30, "trace", || {
+        let rt = Builder::new().workers(2).build().unwrap();
+        assert!(rt.trace_stop().is_empty());
+        rt.trace_start(1 << 16).unwrap();
+        let (tx, rx) = eevdf_rt::sync::channel::bounded::<u32>(1);
+        let consumer = eevdf_rt::task::Builder::new()
+            .name("consumer")
+            .pin(1)
+            .spawn_on(&rt, move || while rx.recv().is_ok() {})
+            .unwrap();
+        let producer = eevdf_rt::task::Builder::new()
+            .name("producer")
+            .pin(0)
+            .spawn_on(&rt, move || {
+                for i in 0..200 {
+                    tx.send(i).unwrap();
+                }
+            })
+            .unwrap();
+        producer.join().unwrap();
+        consumer.join().unwrap();
+        let trace = rt.trace_stop();
+        let runs = trace.runs();
+        assert!(trace.wakeups() >= 10, "wakeups {}", trace.wakeups());
+        for w in 0..2 {
+            assert!(
+                runs.iter().filter(|r| r.worker == w).count() >= 10,
+                "worker {w}"
+            );
+        }
+        assert!(runs
+            .iter()
+            .any(|r| r.name.as_deref() == Some("consumer") && r.worker == 1));
+        // Per worker, runs never overlap.
+        for w in 0..2 {
+            let mine: Vec<_> = runs.iter().filter(|r| r.worker == w).collect();
+            for p in mine.windows(2) {
+                assert!(p[0].start + p[0].duration <= p[1].start);
+            }
+        }
+        let mut json = Vec::new();
+        trace.write_json(&mut json).unwrap();
+        let s = String::from_utf8(json).unwrap();
+        assert!(s.contains("\"ph\":\"s\"") && s.contains("\"ph\":\"f\""));
+        // Stopped: nothing more is recorded.
+        rt.block_on(eevdf_rt::yield_now);
+        assert!(rt.trace_stop().is_empty());
+        assert!(rt.trace_start(0).is_err());
+    });
+}
+
+#[test]
+fn the_kernel_preset_is_the_kernels_defaults() {
+    let rt = Builder::new()
+        .workers(1)
+        .features("kernel")
+        .build()
+        .unwrap();
+    let f = rt.features();
+    for off in [
+        "NO_HRTICK",
+        "NO_TTWU_QUEUE_DEFAULT",
+        "NO_TTWU_QUEUE_DELAYED",
+        "NO_SPAWN_LOCAL",
+    ] {
+        assert!(f.contains(off), "{f}");
+    }
+    let rt = Builder::new()
+        .workers(1)
+        .features("kernel,HRTICK")
+        .build()
+        .unwrap();
+    assert!(!rt.features().contains("NO_HRTICK"));
+    rt.set_features("default").unwrap();
+    assert!(!rt.features().contains("NO_TTWU_QUEUE_DELAYED"));
+}

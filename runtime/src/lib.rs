@@ -37,7 +37,9 @@
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
 //! | `time` | the clock, timers, the ticker |
-//! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API |
+//! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API; [`io::AsyncFd`] |
+//! | [`time`] | (public part) timer futures: `sleep`, `timeout`, `interval` |
+//! | [`compat`] | tokio / futures-rs `AsyncRead`/`AsyncWrite`, hyper's `Executor` and `Timer` (cargo features) |
 //! | [`sync`] | green-aware Futex, Mutex, Condvar, RwLock, Barrier, Semaphore, channels |
 //! | [`Stats`] | schedstat-like counters |
 //!
@@ -52,6 +54,7 @@
 #![warn(missing_docs)]
 #![cfg(target_os = "linux")]
 
+pub mod compat;
 mod context;
 pub mod error;
 mod future;
@@ -65,13 +68,13 @@ mod stats;
 pub mod sync;
 mod sys;
 pub mod task;
-mod time;
+pub mod time;
 mod wake;
 mod worker;
 
 pub use context::live_stacks;
 pub use error::Error;
-pub use future::block_on_future;
+pub use future::{block_on_future, spawn_future};
 pub use runtime::api::{
     current, in_green_thread, park, park_timeout, preempt_point, set_nice, set_slice, sleep,
     sleep_until, spawn, try_current, yield_now,

@@ -216,11 +216,8 @@ fn a_write_cancelled_midway_keeps_the_stream_usable() {
                 // give up on it.
                 let chunk = vec![7u8; 64 * 1024];
                 let mut sent = 0usize;
-                loop {
-                    match timeout(Duration::from_millis(20), a.write(&chunk)).await {
-                        Ok(n) => sent += n.unwrap(),
-                        Err(_) => break,
-                    }
+                while let Ok(n) = timeout(Duration::from_millis(20), a.write(&chunk)).await {
+                    sent += n.unwrap();
                 }
                 assert!(sent > 0);
                 AsyncWriteExt::shutdown(&mut a).await.unwrap();

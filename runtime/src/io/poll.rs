@@ -147,6 +147,10 @@ impl<T: AsRawFd> Source<T> {
 /// A type whose I/O goes through a [`Source`]: what the async-trait
 /// implementations need. Implemented next to each type with
 /// [`impl_poll_io!`].
+#[cfg_attr(
+    not(any(feature = "tokio-io", feature = "futures-io")),
+    allow(dead_code)
+)]
 pub(crate) trait PollIo {
     /// The wrapped std or mio object.
     type Io: AsRawFd;

@@ -149,6 +149,14 @@ impl Side {
             Side::Tokio => "tokio",
         }
     }
+
+    /// The name prefix of the runtime's worker threads.
+    fn thread_prefix(self) -> &'static str {
+        match self {
+            Side::Green => "eevdf-w",
+            Side::Tokio => "tokio-rt-worker",
+        }
+    }
 }
 
 /// eevdf-rt: gives the calling green task (the connection's) a route's
@@ -208,6 +216,14 @@ enum Server {
 }
 
 impl Server {
+    /// eevdf-rt's counters, summed over the workers.
+    fn green_stats(&self) -> Option<eevdf_rt::WorkerStats> {
+        match self {
+            Server::Green(rt) => Some(rt.stats().total()),
+            Server::Tokio(_) => None,
+        }
+    }
+
     fn stop(self) {
         match self {
             Server::Green(rt) => rt.shutdown(),
@@ -480,6 +496,12 @@ struct Results {
     latency: Option<Histogram<u64>>,
     responses: u64,
     errors: Vec<String>,
+    /// Mixed phase: the workers' share of time runnable but not running.
+    os_wait: Vec<f64>,
+    /// Mixed phase: eevdf-rt's ticker thread's share of time runnable but not running.
+    ticker_wait: Vec<f64>,
+    /// eevdf-rt's counters in the last mixed phase.
+    counters: Option<String>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -503,7 +525,30 @@ fn run_side(args: &Args, svc: &Arc<Service>, side: Side, r: &mut Results) -> Res
     // Warm-up: connections, stacks, caches.
     let _ = throughput(addr, args.clients, Duration::from_millis(100));
     let t = throughput(addr, args.clients, args.duration);
+    let wait0 = os::threads_run_delay(side.thread_prefix());
+    let stats0 = server.green_stats();
+    let tick0 = os::threads_run_delay("eevdf-tick");
+    let t0 = Instant::now();
     let m = mixed(addr, args);
+    let elapsed = t0.elapsed();
+    if let (Some(a), Some(b)) = (wait0, os::threads_run_delay(side.thread_prefix())) {
+        r.os_wait
+            .push((b - a).as_secs_f64() / (elapsed.as_secs_f64() * args.workers as f64));
+    }
+    if let (Some(a), Some(b)) = (tick0, os::threads_run_delay("eevdf-tick")) {
+        r.ticker_wait
+            .push((b - a).as_secs_f64() / elapsed.as_secs_f64());
+    }
+    if let (Some(a), Some(b)) = (stats0, server.green_stats()) {
+        let per_s = |x: u64, y: u64| (y - x) as f64 / elapsed.as_secs_f64();
+        r.counters = Some(format!(
+            "context_switches {:.0}/s, preemptions {:.0}/s, wakeups_remote_queued {:.0}/s, wakeups_local {:.0}/s",
+            per_s(a.context_switches, b.context_switches),
+            per_s(a.preemptions, b.preemptions),
+            per_s(a.wakeups_remote_queued, b.wakeups_remote_queued),
+            per_s(a.wakeups_local, b.wakeups_local),
+        ));
+    }
     server.stop();
     r.rps.push(t.responses as f64 / args.duration.as_secs_f64());
     r.heavy_rps
@@ -578,9 +623,26 @@ fn run(args: &Args) -> Result<bool, String> {
         fmt_ratio(median(g.p99.clone()), median(t.p99.clone())),
         args.rounds
     );
+    println!("mixed phase, per round: latency-route p99 (workers' OS wait: runnable, not running)");
     for (side, r) in sides.iter().zip(&results) {
-        let p99s: Vec<String> = r.p99.iter().map(|&v| fmt_us(v)).collect();
-        println!("  {:<10} p99 per round: {}", side.name(), p99s.join(", "));
+        let rounds: Vec<String> = r
+            .p99
+            .iter()
+            .zip(&r.os_wait)
+            .map(|(&v, &w)| format!("{} ({:.1}%)", fmt_us(v), w * 100.0))
+            .collect();
+        println!("  {:<10}{}", side.name(), rounds.join(", "));
+    }
+    if !results[0].ticker_wait.is_empty() {
+        let w: Vec<String> = results[0]
+            .ticker_wait
+            .iter()
+            .map(|w| format!("{:.1}%", w * 100.0))
+            .collect();
+        println!("  eevdf-rt's ticker thread (it dispatches readiness while the workers are busy) OS wait: {}", w.join(", "));
+    }
+    if let Some(c) = &results[0].counters {
+        println!("eevdf-rt counters, last mixed phase: {c}");
     }
     let mut ok = true;
     for (side, r) in sides.iter().zip(&results) {

@@ -90,6 +90,10 @@ fn http1_twenty_keep_alive_clients_get_every_response() {
                             let req = Request::post(format!("/c{c}/r{i}"))
                                 .body(Full::new(Bytes::from(body.clone())))
                                 .unwrap();
+                            // hyper's contract: wait until the connection can
+                            // take the next request (its driver task may not
+                            // have finished the previous exchange yet).
+                            send.ready().await.unwrap();
                             let resp = send.send_request(req).await.unwrap();
                             assert_eq!(resp.status(), 200);
                             let got = resp.into_body().collect().await.unwrap().to_bytes();
@@ -134,6 +138,7 @@ fn http2_concurrent_streams_through_the_executor() {
                             let req = Request::post(format!("/s{i}"))
                                 .body(Full::new(Bytes::from(vec![b'a'; i * 100])))
                                 .unwrap();
+                            send.ready().await.unwrap();
                             let resp = send.send_request(req).await.unwrap();
                             let got = resp.into_body().collect().await.unwrap().to_bytes();
                             let mut want = format!("/s{i}|").into_bytes();

@@ -22,8 +22,8 @@
 //! park, which every `park` caller tolerates.
 
 use crate::runtime::join::JoinHandle;
-use crate::runtime::shared::Shared;
 use crate::runtime::spawn;
+use crate::shared::Shared;
 use crate::task::builder::SpawnOpts;
 use crate::wake::waiter::{self, Waiter};
 use std::future::Future;

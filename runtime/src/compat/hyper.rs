@@ -41,8 +41,8 @@
 //! assert_eq!(&body[..], b"hi");
 //! ```
 
-use crate::runtime::shared::Shared;
 use crate::runtime::spawn;
+use crate::shared::Shared;
 use crate::task;
 use crate::{Error, Runtime};
 use std::future::Future;

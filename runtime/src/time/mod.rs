@@ -1,11 +1,13 @@
-//! Time: the clock, per-worker timers and the tick; and, public, the timer
-//! futures.
+//! Time: the clock and per-worker timers; and, public, the timer futures.
 //!
-//! Owns: reading time (once per switch), the timer heaps that turn expired
-//! sleeps into ordinary wakeups, the ticker thread that tells busy
-//! workers a tick period has passed, and the timer futures ([`sleep`],
-//! [`sleep_until`], [`timeout`], [`interval`]) with their driver thread.
-//! Must not: schedule (timers hand expired tasks to the wake path).
+//! Owns: reading time (the cheap clock, once per switch), the timer heaps
+//! that turn expired sleeps into ordinary wakeups, and the timer futures
+//! ([`sleep`], [`sleep_until`], [`timeout`], [`interval`]) with their
+//! driver thread. There is no tick thread: each worker serves its own
+//! tick, HRTICK deadline, timers and I/O polls (`worker::Deadlines`),
+//! checked with this clock at its switches and preemption points. Must
+//! not: schedule (timers hand expired tasks to the wake path), or drive the
+//! I/O reactor.
 //!
 //! The blocking `sleep` of a green thread is [`crate::sleep`]; the futures
 //! here are for async code (`async fn`, hyper, tokio-io libraries) and
@@ -14,7 +16,6 @@
 pub(crate) mod clock;
 mod driver;
 mod future;
-pub(crate) mod ticker;
 pub(crate) mod timers;
 
 pub use future::{

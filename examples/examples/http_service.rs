@@ -498,8 +498,6 @@ struct Results {
     errors: Vec<String>,
     /// Mixed phase: the workers' share of time runnable but not running.
     os_wait: Vec<f64>,
-    /// Mixed phase: eevdf-rt's ticker thread's share of time runnable but not running.
-    ticker_wait: Vec<f64>,
     /// eevdf-rt's counters in the last mixed phase.
     counters: Option<String>,
 }
@@ -527,17 +525,12 @@ fn run_side(args: &Args, svc: &Arc<Service>, side: Side, r: &mut Results) -> Res
     let t = throughput(addr, args.clients, args.duration);
     let wait0 = os::threads_run_delay(side.thread_prefix());
     let stats0 = server.green_stats();
-    let tick0 = os::threads_run_delay("eevdf-tick");
     let t0 = Instant::now();
     let m = mixed(addr, args);
     let elapsed = t0.elapsed();
     if let (Some(a), Some(b)) = (wait0, os::threads_run_delay(side.thread_prefix())) {
         r.os_wait
             .push((b - a).as_secs_f64() / (elapsed.as_secs_f64() * args.workers as f64));
-    }
-    if let (Some(a), Some(b)) = (tick0, os::threads_run_delay("eevdf-tick")) {
-        r.ticker_wait
-            .push((b - a).as_secs_f64() / elapsed.as_secs_f64());
     }
     if let (Some(a), Some(b)) = (stats0, server.green_stats()) {
         let per_s = |x: u64, y: u64| (y - x) as f64 / elapsed.as_secs_f64();
@@ -632,14 +625,6 @@ fn run(args: &Args) -> Result<bool, String> {
             .map(|(&v, &w)| format!("{} ({:.1}%)", fmt_us(v), w * 100.0))
             .collect();
         println!("  {:<10}{}", side.name(), rounds.join(", "));
-    }
-    if !results[0].ticker_wait.is_empty() {
-        let w: Vec<String> = results[0]
-            .ticker_wait
-            .iter()
-            .map(|w| format!("{:.1}%", w * 100.0))
-            .collect();
-        println!("  eevdf-rt's ticker thread (it dispatches readiness while the workers are busy) OS wait: {}", w.join(", "));
     }
     if let Some(c) = &results[0].counters {
         println!("eevdf-rt counters, last mixed phase: {c}");

@@ -97,6 +97,9 @@ struct Args {
     /// eevdf-rt: the heavy route's nice level (-20 ..= 19)
     #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
     heavy_nice: i32,
+    /// eevdf-rt: how long an idle worker polls before parking, µs (0 ..= 1000000)
+    #[arg(long, default_value_t = 50)]
+    idle_spin_us: u64,
     /// Leave the workers of both runtimes unpinned
     #[arg(long)]
     no_pin: bool,
@@ -120,6 +123,7 @@ impl Args {
         cli::check_range("--heavy-unit-us", self.heavy_unit_us, 1.0..=1e6)?;
         cli::check_range("--latency-slice-us", self.latency_slice_us, 100..=100_000)?;
         cli::check_range("--heavy-nice", self.heavy_nice, -20..=19)?;
+        cli::check_range("--idle-spin-us", self.idle_spin_us, 0..=1_000_000)?;
         Ok(())
     }
 }
@@ -236,6 +240,7 @@ fn start_green(args: &Args, svc: Arc<Service>) -> Result<(Server, SocketAddr), S
     let rt = eevdf_rt::Builder::new()
         .workers(args.workers)
         .pin_workers(!args.no_pin)
+        .idle_spin(Duration::from_micros(args.idle_spin_us))
         .build()
         .map_err(|e| format!("eevdf-rt: {e}"))?;
     let l = eevdf_rt::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;

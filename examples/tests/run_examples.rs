@@ -360,3 +360,38 @@ fn feature_ab() {
     );
     run_bad("feature_ab", &["--rounds", "0"]);
 }
+
+#[test]
+fn http_service() {
+    let dir = std::env::temp_dir().join(format!("http_service_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("http.svg");
+    let out = run_ok(
+        "http_service",
+        &[
+            "--duration",
+            "0.2",
+            "--rounds",
+            "1",
+            "--clients",
+            "4",
+            "--heavy-clients",
+            "2",
+            "--heavy-us",
+            "500",
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+    );
+    assert!(out.contains("eevdf-rt: all"), "{out}");
+    assert!(out.contains("tokio: all"), "{out}");
+    assert!(out.contains("responses correct"), "{out}");
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.contains("<svg"), "not an SVG");
+    let _ = std::fs::remove_dir_all(&dir);
+    run_bad("http_service", &["--workers", "0"]);
+    run_bad("http_service", &["--latency-slice-us", "5"]);
+    run_bad("http_service", &["--heavy-nice", "30"]);
+    run_bad("http_service", &["--clients", "many"]);
+    run_bad("http_service", &["--bogus"]);
+}

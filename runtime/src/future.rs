@@ -1,10 +1,14 @@
-//! Running a `Future` to completion from a green thread (or an OS thread).
+//! Running a `Future` to completion from a green thread (or an OS thread),
+//! and running one as a green task.
 //!
 //! Owns: [`block_on_future`] and its waker (an atomic "notified" flag plus
-//! the [`Waiter`] to wake). Must not: poll from more than the calling
-//! thread, or spawn anything — it is not an async executor, only a bridge
-//! that lets runtime-agnostic futures (futures-rs channels, `join_all`,
-//! hand-written state machines) be awaited by blocking code.
+//! the [`Waiter`] to wake), and [`spawn_future`] (a green thread that
+//! block-on's the future). Must not: poll from more than the calling
+//! thread. There is no separate async executor: every future task is a
+//! green thread, scheduled by EEVDF like any other (its nice and slice
+//! apply), parked while its future is `Pending`. The runtime's I/O
+//! (`io::poll`, `compat`) and the timer futures (`time`) wake these
+//! wakers, so futures written against tokio's I/O traits run here too.
 //!
 //! # No lost wakeup
 //!
@@ -17,8 +21,13 @@
 //! sees it; a wake after the future finished is a spurious wake of a later
 //! park, which every `park` caller tolerates.
 
+use crate::runtime::join::JoinHandle;
+use crate::runtime::spawn;
+use crate::shared::Shared;
+use crate::task::builder::SpawnOpts;
 use crate::wake::waiter::{self, Waiter};
 use std::future::Future;
+use std::io;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -52,8 +61,10 @@ impl Wake for Signal {
 /// thread, it blocks the thread (thread park/unpark). The future does not
 /// need any particular async runtime: it must only wake its waker when it
 /// can make progress (futures-rs channels and combinators,
-/// `std::future::ready`, …). Futures that need a tokio reactor or timer
-/// do not work here (there is none).
+/// `std::future::ready`, …). This crate's own async I/O (the net and pipe
+/// types with the `tokio-io` / `futures-io` features, [`io::AsyncFd`](crate::io::AsyncFd))
+/// and timer futures ([`time`](crate::time)) do; *tokio's* own types
+/// (`tokio::net`, `tokio::time`) need a tokio runtime and do not work here.
 ///
 /// ```
 /// use futures::channel::oneshot;
@@ -90,3 +101,72 @@ pub fn block_on_future<F: Future>(fut: F) -> F::Output {
         }
     }
 }
+
+/// Runs `fut` as a green task on the calling green thread's runtime and
+/// returns its [`JoinHandle`] (join it from a green thread or an OS
+/// thread, like any green thread's).
+///
+/// The task is an ordinary green thread that polls the future and parks
+/// while it is `Pending` ([`block_on_future`]): nice, slice and the other
+/// per-task options apply to it (use [`task::Builder`](crate::task::Builder)
+/// with `block_on_future` inside to set them, or
+/// [`set_nice`](crate::set_nice) / [`set_slice`](crate::set_slice) from
+/// within the future).
+///
+/// # Panics
+/// Outside a green thread, or if the runtime is shut down (like
+/// [`spawn`](crate::spawn)).
+///
+/// ```
+/// let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
+/// let v = rt.block_on(|| {
+///     let h = eevdf_rt::spawn_future(async {
+///         eevdf_rt::time::sleep(std::time::Duration::from_millis(1)).await;
+///         42
+///     });
+///     h.join().unwrap()
+/// });
+/// assert_eq!(v, 42);
+/// ```
+pub fn spawn_future<F>(fut: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let Some(sh) = spawn::current_shared() else {
+        panic!("eevdf_rt::spawn_future called outside a green thread; use Runtime::spawn");
+    };
+    let h = match spawn_future_on(&sh, SpawnOpts::default_opts(), fut) {
+        Ok(h) => h,
+        Err(e) => panic!("eevdf_rt::spawn_future: {e}"),
+    };
+    drop(sh);
+    crate::preempt_point();
+    h
+}
+
+/// Spawns a green thread on `sh` that runs `fut` to completion.
+///
+/// The green thread's closure is moved onto its new stack at the first
+/// switch, which takes at most 1 KiB (corosensei's limit); a larger future
+/// (hyper's connection futures are several KiB) travels boxed.
+pub(crate) fn spawn_future_on<F>(
+    sh: &Arc<Shared>,
+    opts: SpawnOpts,
+    fut: F,
+) -> io::Result<JoinHandle<F::Output>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    if std::mem::size_of::<F>() <= INLINE_FUTURE_MAX {
+        spawn::spawn_green(sh, opts, move || block_on_future(fut))
+    } else {
+        let fut = Box::pin(fut);
+        spawn::spawn_green(sh, opts, move || block_on_future(fut))
+    }
+}
+
+/// The largest future moved onto a green stack unboxed (the closure around
+/// it, its result packet and the context's own state share the 1 KiB).
+const INLINE_FUTURE_MAX: usize = 256;

@@ -36,8 +36,9 @@
 //! | `task` | the task control block and its wake-protocol state |
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
-//! | `time` | the cheap clock, timers |
-//! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API |
+//! | [`time`] | the cheap clock, timers; (public) timer futures: `sleep`, `timeout`, `interval` |
+//! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API; [`io::AsyncFd`] |
+//! | [`compat`] | tokio / futures-rs `AsyncRead`/`AsyncWrite`, hyper's `Executor` and `Timer` (cargo features) |
 //! | [`sync`] | green-aware Futex, Mutex, Condvar, RwLock, Barrier, Semaphore, channels |
 //! | [`Stats`] | schedstat-like counters |
 //!
@@ -53,6 +54,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![cfg(target_os = "linux")]
 
+pub mod compat;
 mod context;
 pub mod error;
 mod future;
@@ -68,14 +70,14 @@ mod stats;
 pub mod sync;
 mod sys;
 pub mod task;
-mod time;
+pub mod time;
 pub mod trace;
 mod wake;
 mod worker;
 
 pub use context::{live_stacks, StackGuard};
 pub use error::Error;
-pub use future::block_on_future;
+pub use future::{block_on_future, spawn_future};
 pub use runtime::api::{
     current, in_green_thread, park, park_timeout, preempt_point, set_nice, set_slice, sleep,
     sleep_until, spawn, try_current, yield_now,

@@ -12,6 +12,15 @@
 //!   never hang because the runtime is idle, shut down, or absent — the
 //!   types work with no runtime at all.
 //!
+//! # Futures
+//!
+//! The same descriptors can be driven by futures (`io::poll`): an
+//! operation that would block returns `Poll::Pending` after storing the
+//! task's `Waker` in the descriptor's readiness record, and the reactor
+//! wakes that waker alongside the parked threads. [`AsyncFd`] offers this
+//! for any descriptor; `crate::compat` implements tokio's and futures-rs's
+//! `AsyncRead`/`AsyncWrite` with it.
+//!
 //! # The reactor
 //!
 //! One per runtime (`Shared::reactor`), created at the first registration:
@@ -132,8 +141,11 @@
 //! `epoll_pwait2(0)` per 32 iterations while descriptors are registered;
 //! a busy worker adds at most one per 50 µs.
 
+mod async_fd;
 mod pipe;
+pub(crate) mod poll;
 pub(crate) mod reactor;
 pub(crate) mod source;
 
+pub use async_fd::{AsyncFd, ReadyGuard, TryIoError};
 pub use pipe::{pipe, PipeReader, PipeWriter};

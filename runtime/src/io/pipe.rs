@@ -144,3 +144,4 @@ impl Write for &PipeWriter {
 crate::io::source::impl_read_via_ref!(PipeReader);
 crate::io::source::impl_write_via_ref!(PipeWriter);
 crate::io::source::impl_fd_traits!(PipeReader, PipeWriter);
+crate::io::poll::impl_poll_io!(PipeReader => std::fs::File, PipeWriter => std::fs::File);

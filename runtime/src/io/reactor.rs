@@ -5,8 +5,10 @@
 //! registration), the per-descriptor readiness record ([`ScheduledIo`]:
 //! readiness bits + a tick, and the green threads waiting to read and to
 //! write), the poll itself (`epoll_pwait2`, nanosecond timeouts), the
-//! dispatch of readiness to waiters, and the *poller role* — at most one
-//! worker at a time blocks in `epoll_pwait2` instead of its futex. Must
+//! dispatch of readiness to waiters (parked green or OS threads, and the
+//! `Waker` of the future polling each direction: `io::poll`), and the
+//! *poller role* — at most one worker at a time blocks in `epoll_pwait2`
+//! instead of its futex. Must
 //! not: switch, or hold its locks while a green thread could switch (only
 //! wakes are issued under the poll lock, never a park).
 //!
@@ -45,6 +47,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Waker;
 use std::time::Duration;
 
 /// Readiness bits of [`ScheduledIo::readiness`].
@@ -107,11 +110,15 @@ fn from_epoll(ev: u32) -> usize {
     r
 }
 
-/// Green threads waiting on one descriptor.
+/// Green threads waiting on one descriptor, and the futures (their
+/// [`Waker`]s) polling it: one per direction, the last one to poll, as
+/// for any `AsyncRead`/`AsyncWrite` object.
 #[derive(Default)]
 struct Waiters {
     reader: Vec<Waiter>,
     writer: Vec<Waiter>,
+    read_task: Option<Waker>,
+    write_task: Option<Waker>,
 }
 
 impl Waiters {
@@ -119,6 +126,13 @@ impl Waiters {
         match dir {
             Direction::Read => &mut self.reader,
             Direction::Write => &mut self.writer,
+        }
+    }
+
+    fn task(&mut self, dir: Direction) -> &mut Option<Waker> {
+        match dir {
+            Direction::Read => &mut self.read_task,
+            Direction::Write => &mut self.write_task,
         }
     }
 }
@@ -190,6 +204,25 @@ impl ScheduledIo {
         }
     }
 
+    /// Makes `waker` the future to wake at `dir`'s next readiness,
+    /// replacing the previous one (the async-I/O contract: only the task
+    /// that polled last is woken). Same protocol as
+    /// [`add_waiter`](Self::add_waiter): the caller re-checks
+    /// [`is_ready`](Self::is_ready) after this returns; the reactor
+    /// publishes readiness before it takes the waker under this lock, so
+    /// either the re-check sees the readiness or the reactor sees the waker.
+    pub(crate) fn set_task_waker(&self, dir: Direction, waker: &Waker) {
+        let old = {
+            let mut g = self.waiters.lock();
+            let slot = g.task(dir);
+            match slot {
+                Some(w) if w.will_wake(waker) => None,
+                _ => slot.replace(waker.clone()),
+            }
+        };
+        drop(old); // outside the lock: dropping a waker may run arbitrary code
+    }
+
     /// Removes `w` from `dir`'s waiters (after a timeout).
     pub(crate) fn remove_waiter(&self, dir: Direction, w: &Waiter) {
         let removed = {
@@ -231,8 +264,9 @@ impl ScheduledIo {
     fn wake(&self, dir: Direction) {
         loop {
             let mut batch: [Option<Waiter>; 4] = Default::default();
-            let more = {
+            let (task, more) = {
                 let mut g = self.waiters.lock();
+                let task = g.task(dir).take();
                 let list = g.list(dir);
                 for slot in batch.iter_mut() {
                     *slot = list.pop();
@@ -240,8 +274,11 @@ impl ScheduledIo {
                         break;
                     }
                 }
-                !list.is_empty()
+                (task, !list.is_empty())
             };
+            if let Some(t) = task {
+                t.wake();
+            }
             for w in batch.iter().flatten() {
                 w.wake();
             }

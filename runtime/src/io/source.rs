@@ -73,6 +73,25 @@ impl<T: AsRawFd> Source<T> {
         Ok(self.reg.get_or_init(|| Registration { reactor, sched }))
     }
 
+    /// The registration's reactor and readiness record, if registered.
+    #[inline]
+    pub(crate) fn registered(&self) -> Option<(&Arc<Reactor>, &Arc<ScheduledIo>)> {
+        self.reg.get().map(|r| (&r.reactor, &r.sched))
+    }
+
+    /// Registers with the reactor of the calling green thread's runtime
+    /// (no-op if registered). Returns `false` outside a green thread (no
+    /// runtime to register with).
+    pub(crate) fn register_current(&self) -> io::Result<bool> {
+        if self.reg.get().is_some() {
+            return Ok(true);
+        }
+        match tls::current() {
+            Some(me) => self.registration(&me.shared).map(|_| true),
+            None => Ok(false),
+        }
+    }
+
     /// Runs `op` until it does not report `WouldBlock`, waiting for `dir`
     /// readiness in between: a green thread parks (only itself) until the
     /// reactor reports readiness, an OS thread blocks in `ppoll`. With a

@@ -519,3 +519,4 @@ impl Write for &TcpStream {
 crate::io::source::impl_read_via_ref!(TcpStream);
 crate::io::source::impl_write_via_ref!(TcpStream);
 crate::io::source::impl_fd_traits!(TcpListener, TcpStream);
+crate::io::poll::impl_poll_io!(TcpStream => std::net::TcpStream);

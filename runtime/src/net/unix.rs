@@ -370,3 +370,4 @@ impl Write for &UnixStream {
 crate::io::source::impl_read_via_ref!(UnixStream);
 crate::io::source::impl_write_via_ref!(UnixStream);
 crate::io::source::impl_fd_traits!(UnixListener, UnixStream);
+crate::io::poll::impl_poll_io!(UnixStream => std::os::unix::net::UnixStream);

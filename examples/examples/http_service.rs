@@ -1,0 +1,683 @@
+//! A hyper 1.x HTTP/1.1 service — unchanged hyper code — on eevdf-rt green
+//! threads and on tokio, side by side, with per-route scheduling on
+//! eevdf-rt: a latency route with a 100 µs slice beside a CPU-heavy route
+//! at nice 10.
+//!
+//! ```text
+//! cargo run --release -p examples --example http_service
+//! cargo run --release -p examples --example http_service -- --rounds 3 --plot http.svg
+//! cargo run --release -p examples --example http_service -- --heavy-us 5000 --heavy-unit-us 200
+//! ```
+//!
+//! **The service** (one `async fn`, the same on both runtimes; hyper's
+//! `http1::Builder::serve_connection` over `hyper_util::rt::TokioIo`):
+//!
+//! * `GET /latency?seq=N` answers `N` at once. On eevdf-rt the connection's
+//!   green task first asks for a 100 µs slice (`--latency-slice-us`) at
+//!   nice 0 (`eevdf_rt::set_slice`, `set_nice`);
+//! * `GET /heavy` burns `--heavy-us` of CPU in units of `--heavy-unit-us`,
+//!   with a yield point between units: `eevdf_rt::preempt_point()` on
+//!   eevdf-rt (after `set_nice(10)`), `tokio::task::yield_now().await` on
+//!   tokio.
+//!
+//! Each connection is one green task on eevdf-rt (`spawn_future`, with
+//! `compat::hyper::Timer` for hyper's timers), one tokio task on tokio.
+//! The per-route settings are per request: hyper calls the service inside
+//! the connection's task, so the task's nice and slice are set by the
+//! route it serves.
+//!
+//! **The load** (its own generator, OS threads with blocking sockets and a
+//! minimal HTTP/1.1 client, outside either runtime; every response is
+//! checked: status 200 and the body the request asked for):
+//!
+//! 1. *throughput*: `--clients` keep-alive connections send `/latency`
+//!    requests back to back for `--duration`: requests per second;
+//! 2. *mixed*: `--heavy-clients` connections send `/heavy` back to back
+//!    (keeping every worker busy) while the `--clients` connections each
+//!    send `/latency` every `--latency-interval-us`. A latency is counted
+//!    from the request's scheduled send time to the end of its response
+//!    (a late client is charged to the server, no coordinated omission).
+//!
+//! Both runtimes get `--workers` worker threads, pinned one per CPU; the
+//! runtimes alternate in `--rounds` rounds (ABBA) and the table gives the
+//! median of the rounds. The load generator shares the CPUs with the
+//! server — on both runtimes alike — and asks the kernel for a 100 µs
+//! slice (Linux 6.12+) so that its clients send on time.
+
+use clap::Parser;
+use eevdf_rt::compat::hyper::Timer as GreenTimer;
+use examples::hist::{self, fmt_ratio, fmt_us};
+use examples::work::{burn, Calibration};
+use examples::{cli, os, plot};
+use hdrhistogram::Histogram;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::convert::Infallible;
+use std::hint::black_box;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(about = "A hyper HTTP/1.1 service on eevdf-rt (per-route slice and nice) vs tokio")]
+struct Args {
+    /// Measured seconds per phase, runtime and round
+    #[arg(long, default_value = "1", value_parser = cli::parse_secs)]
+    duration: Duration,
+    /// Rounds: each runtime runs this many times, interleaved (ABBA); the table shows medians
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Worker threads of each runtime
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Keep-alive clients on the latency route
+    #[arg(long, default_value_t = 20)]
+    clients: usize,
+    /// Mixed phase: each latency client's send period, µs
+    #[arg(long, default_value_t = 5000)]
+    latency_interval_us: u64,
+    /// Mixed phase: keep-alive clients on the heavy route, back to back
+    #[arg(long, default_value_t = 4)]
+    heavy_clients: usize,
+    /// CPU work per heavy request, µs
+    #[arg(long, default_value_t = 2000.0)]
+    heavy_us: f64,
+    /// Heavy work between two yield points, µs
+    #[arg(long, default_value_t = 50.0)]
+    heavy_unit_us: f64,
+    /// eevdf-rt: the latency route's slice, µs (100 ..= 100000)
+    #[arg(long, default_value_t = 100)]
+    latency_slice_us: u64,
+    /// eevdf-rt: the heavy route's nice level (-20 ..= 19)
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+    heavy_nice: i32,
+    /// eevdf-rt: how long an idle worker polls before parking, µs (0 ..= 1000000)
+    #[arg(long, default_value_t = 50)]
+    idle_spin_us: u64,
+    /// Leave the workers of both runtimes unpinned
+    #[arg(long)]
+    no_pin: bool,
+    /// Draw the latency route's percentiles (mixed phase) and the throughput to this SVG file
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+impl Args {
+    fn check(&self) -> Result<(), String> {
+        cli::check_range("--rounds", self.rounds, 1..=100)?;
+        cli::check_range("--workers", self.workers, 1..=eevdf_rt::MAX_WORKERS)?;
+        cli::check_range("--clients", self.clients, 1..=1000)?;
+        cli::check_range("--heavy-clients", self.heavy_clients, 0..=1000)?;
+        cli::check_range(
+            "--latency-interval-us",
+            self.latency_interval_us,
+            10..=10_000_000,
+        )?;
+        cli::check_range("--heavy-us", self.heavy_us, 1.0..=1e6)?;
+        cli::check_range("--heavy-unit-us", self.heavy_unit_us, 1.0..=1e6)?;
+        cli::check_range("--latency-slice-us", self.latency_slice_us, 100..=100_000)?;
+        cli::check_range("--heavy-nice", self.heavy_nice, -20..=19)?;
+        cli::check_range("--idle-spin-us", self.idle_spin_us, 0..=1_000_000)?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- service
+
+/// What the service needs to know, shared by every connection.
+struct Service {
+    /// Heavy work: units per request and iterations per unit.
+    heavy_units: u64,
+    unit_iters: u64,
+    latency_slice: Duration,
+    heavy_nice: i32,
+}
+
+/// How a handler gives way between units of heavy work.
+#[derive(Clone, Copy)]
+enum Side {
+    Green,
+    Tokio,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Green => "eevdf-rt",
+            Side::Tokio => "tokio",
+        }
+    }
+
+    /// The name prefix of the runtime's worker threads.
+    fn thread_prefix(self) -> &'static str {
+        match self {
+            Side::Green => "eevdf-w",
+            Side::Tokio => "tokio-rt-worker",
+        }
+    }
+}
+
+/// eevdf-rt: gives the calling green task (the connection's) a route's
+/// nice and slice, if it does not have them already.
+fn route_class(nice: i32, slice: Option<Duration>) {
+    let me = eevdf_rt::current();
+    if me.nice() != nice {
+        let _ = eevdf_rt::set_nice(nice);
+    }
+    if let Some(s) = slice {
+        if me.slice() != s {
+            let _ = eevdf_rt::set_slice(s);
+        }
+    }
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    svc: Arc<Service>,
+    side: Side,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let resp = match req.uri().path() {
+        "/latency" => {
+            if let Side::Green = side {
+                route_class(0, Some(svc.latency_slice));
+            }
+            let seq = req.uri().query().and_then(|q| q.strip_prefix("seq="));
+            Response::new(Full::new(Bytes::from(seq.unwrap_or("").to_owned())))
+        }
+        "/heavy" => {
+            if let Side::Green = side {
+                route_class(svc.heavy_nice, None);
+            }
+            let mut acc = 0u64;
+            for _ in 0..svc.heavy_units {
+                acc ^= burn(svc.unit_iters);
+                match side {
+                    Side::Green => eevdf_rt::preempt_point(),
+                    Side::Tokio => tokio::task::yield_now().await,
+                }
+            }
+            Response::new(Full::new(Bytes::from(format!("{}", black_box(acc) & 1))))
+        }
+        _ => {
+            let mut r = Response::new(Full::new(Bytes::from_static(b"not found")));
+            *r.status_mut() = StatusCode::NOT_FOUND;
+            r
+        }
+    };
+    Ok(resp)
+}
+
+/// A running server on one runtime; dropping it stops the runtime.
+enum Server {
+    Green(eevdf_rt::Runtime),
+    Tokio(tokio::runtime::Runtime),
+}
+
+impl Server {
+    /// eevdf-rt's counters, summed over the workers.
+    fn green_stats(&self) -> Option<eevdf_rt::WorkerStats> {
+        match self {
+            Server::Green(rt) => Some(rt.stats().total()),
+            Server::Tokio(_) => None,
+        }
+    }
+
+    fn stop(self) {
+        match self {
+            Server::Green(rt) => rt.shutdown(),
+            Server::Tokio(rt) => rt.shutdown_timeout(Duration::from_millis(200)),
+        }
+    }
+}
+
+fn start_green(args: &Args, svc: Arc<Service>) -> Result<(Server, SocketAddr), String> {
+    let rt = eevdf_rt::Builder::new()
+        .workers(args.workers)
+        .pin_workers(!args.no_pin)
+        .idle_spin(Duration::from_micros(args.idle_spin_us))
+        .build()
+        .map_err(|e| format!("eevdf-rt: {e}"))?;
+    let l = eevdf_rt::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let addr = l.local_addr().map_err(|e| e.to_string())?;
+    rt.spawn(move || {
+        // The acceptor: a plain green thread with std-like blocking accept.
+        while let Ok((s, _)) = l.accept() {
+            let _ = s.set_nodelay(true);
+            let svc = svc.clone();
+            eevdf_rt::spawn_future(async move {
+                let conn =
+                    hyper::service::service_fn(move |req| handle(req, svc.clone(), Side::Green));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(GreenTimer)
+                    .serve_connection(TokioIo::new(s), conn)
+                    .await;
+            });
+        }
+    });
+    Ok((Server::Green(rt), addr))
+}
+
+fn start_tokio(args: &Args, svc: Arc<Service>) -> Result<(Server, SocketAddr), String> {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    b.worker_threads(args.workers).enable_all();
+    if !args.no_pin {
+        // Like eevdf-rt: the i-th worker on the i-th allowed CPU.
+        let cpus = os::allowed_cpus();
+        let next = AtomicUsize::new(0);
+        b.on_thread_start(move || {
+            if !cpus.is_empty() {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let _ = os::pin_current_thread(cpus[i % cpus.len()]);
+            }
+        });
+    }
+    let rt = b.build().map_err(|e| format!("tokio: {e}"))?;
+    let std_l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let addr = std_l.local_addr().map_err(|e| e.to_string())?;
+    std_l.set_nonblocking(true).map_err(|e| e.to_string())?;
+    rt.spawn(async move {
+        let Ok(l) = tokio::net::TcpListener::from_std(std_l) else {
+            return;
+        };
+        while let Ok((s, _)) = l.accept().await {
+            let _ = s.set_nodelay(true);
+            let svc = svc.clone();
+            tokio::spawn(async move {
+                let conn =
+                    hyper::service::service_fn(move |req| handle(req, svc.clone(), Side::Tokio));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .serve_connection(TokioIo::new(s), conn)
+                    .await;
+            });
+        }
+    });
+    Ok((Server::Tokio(rt), addr))
+}
+
+// ---------------------------------------------------------------- load
+
+/// A keep-alive HTTP/1.1 client on a blocking socket: one request at a
+/// time, responses with a `content-length` (what hyper sends for `Full`).
+struct Client {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    fn connect(addr: SocketAddr) -> io::Result<Client> {
+        let s = TcpStream::connect(addr)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        Ok(Client {
+            s,
+            buf: Vec::with_capacity(4096),
+        })
+    }
+
+    /// Sends `GET path` and returns the response body; an error unless the
+    /// status is 200.
+    fn get(&mut self, path: &str) -> io::Result<Vec<u8>> {
+        let req = format!("GET {path} HTTP/1.1\r\nhost: bench\r\n\r\n");
+        self.s.write_all(req.as_bytes())?;
+        self.buf.clear();
+        let mut chunk = [0u8; 4096];
+        let head_end = loop {
+            if let Some(i) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let n = self.s.read(&mut chunk)?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = std::str::from_utf8(&self.buf[..head_end]).map_err(io::Error::other)?;
+        if !head.starts_with("HTTP/1.1 200") {
+            return Err(io::Error::other(format!(
+                "bad status: {}",
+                head.lines().next().unwrap_or("")
+            )));
+        }
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .ok_or_else(|| io::Error::other("no content-length"))?;
+        while self.buf.len() < head_end + len {
+            let n = self.s.read(&mut chunk)?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+        if self.buf.len() != head_end + len {
+            return Err(io::Error::other("more bytes than the response"));
+        }
+        Ok(self.buf[head_end..].to_vec())
+    }
+
+    /// `/latency?seq=N`, checking that the body is `N`.
+    fn latency(&mut self, seq: u64) -> io::Result<()> {
+        let body = self.get(&format!("/latency?seq={seq}"))?;
+        if body != seq.to_string().as_bytes() {
+            return Err(io::Error::other(format!("wrong body for seq {seq}")));
+        }
+        Ok(())
+    }
+}
+
+/// What one phase on one runtime produced.
+#[derive(Default)]
+struct Phase {
+    responses: u64,
+    errors: Vec<String>,
+    latency: Option<Histogram<u64>>,
+    heavy: u64,
+}
+
+/// Throughput phase: `clients` connections back to back for `d`.
+fn throughput(addr: SocketAddr, clients: usize, d: Duration) -> Phase {
+    let end = Instant::now() + d;
+    let hs: Vec<_> = (0..clients)
+        .map(|c| {
+            std::thread::spawn(move || -> Result<u64, String> {
+                let _ = os::set_kernel_slice(Duration::from_micros(100));
+                let mut cl = Client::connect(addr).map_err(|e| format!("client {c}: {e}"))?;
+                let mut n = 0u64;
+                while Instant::now() < end {
+                    cl.latency(n).map_err(|e| format!("client {c}: {e}"))?;
+                    n += 1;
+                }
+                Ok(n)
+            })
+        })
+        .collect();
+    let mut p = Phase::default();
+    for h in hs {
+        match h
+            .join()
+            .unwrap_or_else(|_| Err("client thread panicked".into()))
+        {
+            Ok(n) => p.responses += n,
+            Err(e) => p.errors.push(e),
+        }
+    }
+    p
+}
+
+/// Mixed phase: heavy clients back to back, latency clients paced.
+fn mixed(addr: SocketAddr, args: &Args) -> Phase {
+    let d = args.duration;
+    let start = Instant::now() + Duration::from_millis(50);
+    let end = start + d;
+    let period = Duration::from_micros(args.latency_interval_us);
+    let heavy: Vec<_> = (0..args.heavy_clients)
+        .map(|c| {
+            std::thread::spawn(move || -> Result<u64, String> {
+                let mut cl = Client::connect(addr).map_err(|e| format!("heavy {c}: {e}"))?;
+                let mut n = 0;
+                while Instant::now() < end {
+                    let b = cl.get("/heavy").map_err(|e| format!("heavy {c}: {e}"))?;
+                    if b != b"0" && b != b"1" {
+                        return Err(format!("heavy {c}: wrong body"));
+                    }
+                    n += 1;
+                }
+                Ok(n)
+            })
+        })
+        .collect();
+    let clients = args.clients;
+    let light: Vec<_> = (0..clients)
+        .map(|c| {
+            std::thread::spawn(move || -> Result<Histogram<u64>, String> {
+                let _ = os::set_kernel_slice(Duration::from_micros(100));
+                let mut h = hist::new();
+                let mut cl = Client::connect(addr).map_err(|e| format!("client {c}: {e}"))?;
+                // Spread the clients' phases over one period.
+                let mut due = start + period * c as u32 / clients as u32;
+                let mut seq = 0;
+                while due < end {
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                    cl.latency(seq)
+                        .map_err(|e| format!("client {c}, request {seq}: {e}"))?;
+                    hist::record(&mut h, Instant::now().saturating_duration_since(due));
+                    seq += 1;
+                    due += period;
+                }
+                Ok(h)
+            })
+        })
+        .collect();
+    let mut p = Phase::default();
+    let mut hs = Vec::new();
+    for h in light {
+        match h
+            .join()
+            .unwrap_or_else(|_| Err("client thread panicked".into()))
+        {
+            Ok(h) => {
+                p.responses += h.len();
+                hs.push(h);
+            }
+            Err(e) => p.errors.push(e),
+        }
+    }
+    for h in heavy {
+        match h
+            .join()
+            .unwrap_or_else(|_| Err("client thread panicked".into()))
+        {
+            Ok(n) => p.heavy += n,
+            Err(e) => p.errors.push(e),
+        }
+    }
+    p.latency = Some(hist::merge(&hs));
+    p
+}
+
+// ---------------------------------------------------------------- main
+
+/// Per runtime: each round's figures.
+#[derive(Default)]
+struct Results {
+    rps: Vec<f64>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+    heavy_rps: Vec<f64>,
+    latency: Option<Histogram<u64>>,
+    responses: u64,
+    errors: Vec<String>,
+    /// Mixed phase: the workers' share of time runnable but not running.
+    os_wait: Vec<f64>,
+    /// eevdf-rt's counters in the last mixed phase.
+    counters: Option<String>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn run_side(args: &Args, svc: &Arc<Service>, side: Side, r: &mut Results) -> Result<(), String> {
+    let (server, addr) = match side {
+        Side::Green => start_green(args, svc.clone())?,
+        Side::Tokio => start_tokio(args, svc.clone())?,
+    };
+    // Warm-up: connections, stacks, caches.
+    let _ = throughput(addr, args.clients, Duration::from_millis(100));
+    let t = throughput(addr, args.clients, args.duration);
+    let wait0 = os::threads_run_delay(side.thread_prefix());
+    let stats0 = server.green_stats();
+    let t0 = Instant::now();
+    let m = mixed(addr, args);
+    let elapsed = t0.elapsed();
+    if let (Some(a), Some(b)) = (wait0, os::threads_run_delay(side.thread_prefix())) {
+        r.os_wait
+            .push((b - a).as_secs_f64() / (elapsed.as_secs_f64() * args.workers as f64));
+    }
+    if let (Some(a), Some(b)) = (stats0, server.green_stats()) {
+        let per_s = |x: u64, y: u64| (y - x) as f64 / elapsed.as_secs_f64();
+        r.counters = Some(format!(
+            "context_switches {:.0}/s, preemptions {:.0}/s, wakeups_remote_queued {:.0}/s, wakeups_local {:.0}/s",
+            per_s(a.context_switches, b.context_switches),
+            per_s(a.preemptions, b.preemptions),
+            per_s(a.wakeups_remote_queued, b.wakeups_remote_queued),
+            per_s(a.wakeups_local, b.wakeups_local),
+        ));
+    }
+    server.stop();
+    r.rps.push(t.responses as f64 / args.duration.as_secs_f64());
+    r.heavy_rps
+        .push(m.heavy as f64 / args.duration.as_secs_f64());
+    r.responses += t.responses + m.responses + m.heavy;
+    r.errors.extend(t.errors);
+    r.errors.extend(m.errors);
+    if let Some(h) = m.latency {
+        r.p50.push(hist::quantile_us(&h, 0.5));
+        r.p99.push(hist::quantile_us(&h, 0.99));
+        r.latency = Some(match r.latency.take() {
+            Some(all) => hist::merge([&all, &h]),
+            None => h,
+        });
+    }
+    Ok(())
+}
+
+fn run(args: &Args) -> Result<bool, String> {
+    let cal = Calibration::measure();
+    let units = (args.heavy_us / args.heavy_unit_us).round().max(1.0) as u64;
+    let svc = Arc::new(Service {
+        heavy_units: units,
+        unit_iters: cal.iters_for_us(args.heavy_unit_us),
+        latency_slice: Duration::from_micros(args.latency_slice_us),
+        heavy_nice: args.heavy_nice,
+    });
+    println!(
+        "http_service: hyper http1, {} workers, {} rounds × {:?} per phase; {} keep-alive clients; \
+         mixed: /latency every {} µs per client beside {} /heavy clients ({} × {} µs, nice {} on eevdf-rt); \
+         latency route slice {} µs on eevdf-rt",
+        args.workers,
+        args.rounds,
+        args.duration,
+        args.clients,
+        args.latency_interval_us,
+        args.heavy_clients,
+        units,
+        args.heavy_unit_us,
+        args.heavy_nice,
+        args.latency_slice_us
+    );
+    let sides = [Side::Green, Side::Tokio];
+    let mut results = [Results::default(), Results::default()];
+    for round in 0..args.rounds {
+        // ABBA: drifting machine load hits both alike.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            run_side(args, &svc, sides[i], &mut results[i])?;
+        }
+    }
+    println!();
+    println!(
+        "{:<10}{:>14}{:>14}{:>14}{:>14}{:>12}",
+        "runtime", "req/s (thr.)", "latency p50", "latency p99", "heavy req/s", "errors"
+    );
+    for (side, r) in sides.iter().zip(&results) {
+        println!(
+            "{:<10}{:>14.0}{:>14}{:>14}{:>14.0}{:>12}",
+            side.name(),
+            median(r.rps.clone()),
+            fmt_us(median(r.p50.clone())),
+            fmt_us(median(r.p99.clone())),
+            median(r.heavy_rps.clone()),
+            r.errors.len()
+        );
+    }
+    let [g, t] = &results;
+    println!(
+        "eevdf-rt / tokio: throughput {}, latency-route p99 {} (medians of {} interleaved rounds)",
+        fmt_ratio(median(g.rps.clone()), median(t.rps.clone())),
+        fmt_ratio(median(g.p99.clone()), median(t.p99.clone())),
+        args.rounds
+    );
+    println!("mixed phase, per round: latency-route p99 (workers' OS wait: runnable, not running)");
+    for (side, r) in sides.iter().zip(&results) {
+        let rounds: Vec<String> = r
+            .p99
+            .iter()
+            .zip(&r.os_wait)
+            .map(|(&v, &w)| format!("{} ({:.1}%)", fmt_us(v), w * 100.0))
+            .collect();
+        println!("  {:<10}{}", side.name(), rounds.join(", "));
+    }
+    if let Some(c) = &results[0].counters {
+        println!("eevdf-rt counters, last mixed phase: {c}");
+    }
+    let mut ok = true;
+    for (side, r) in sides.iter().zip(&results) {
+        if r.errors.is_empty() {
+            println!("{}: all {} responses correct", side.name(), r.responses);
+        } else {
+            ok = false;
+            for e in r.errors.iter().take(5) {
+                eprintln!("http_service: {}: {e}", side.name());
+            }
+        }
+    }
+    if let Some(path) = &args.plot {
+        let empty = hist::new();
+        let ps: Vec<plot::Side<'_>> = sides
+            .iter()
+            .zip(&results)
+            .map(|(s, r)| plot::Side {
+                name: s.name(),
+                latency: r.latency.as_ref().unwrap_or(&empty),
+                throughput: median(r.rps.clone()),
+            })
+            .collect();
+        plot::latency_and_throughput(
+            path,
+            "hyper http1: /latency beside /heavy (left), keep-alive throughput (right)",
+            "req/s, 20 keep-alive clients",
+            &ps,
+        )?;
+        println!("plot: {}", path.display());
+    }
+    Ok(ok)
+}
+
+fn main() -> ExitCode {
+    let args: Args = cli::parse();
+    if let Err(e) = args.check() {
+        return cli::usage_error("http_service", e);
+    }
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("http_service: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

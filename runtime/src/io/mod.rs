@@ -140,8 +140,11 @@
 //! `epoll_pwait2(0)` per 32 iterations while descriptors are registered;
 //! the ticker adds one per tick while workers are busy.
 
+mod driver;
 mod pipe;
 pub(crate) mod reactor;
 pub(crate) mod source;
+pub(crate) mod uring;
 
+pub use driver::IoDriver;
 pub use pipe::{pipe, PipeReader, PipeWriter};

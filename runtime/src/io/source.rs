@@ -9,11 +9,14 @@
 //! parking.
 
 use crate::io::reactor::{self, Reactor, ScheduledIo};
+use crate::io::uring;
 use crate::runtime::shared::Shared;
 use crate::wake::waiter::{self, Waiter};
 use crate::worker::tls;
+use io_uring::{opcode, types};
 use parking_lot::Mutex;
 use std::io;
+use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -134,6 +137,166 @@ impl<T: AsRawFd> Source<T> {
             // Stay cooperative if readiness keeps flapping.
             crate::preempt_point();
         }
+    }
+}
+
+/// A buffer length as an io_uring length (a longer buffer is a short
+/// read or write, which the `Read`/`Write` contracts allow).
+fn ring_len(len: usize) -> u32 {
+    len.min(u32::MAX as usize) as u32
+}
+
+/// An iovec count as an io_uring length (`IOV_MAX` is far below it).
+fn ring_iovs(n: usize) -> u32 {
+    n.min(libc::UIO_MAXIOV as usize) as u32
+}
+
+/// A ring operation's outcome as a read/write result; a timeout is
+/// `would_block()`, like the epoll path.
+fn ring_result(r: Option<Result<i32, uring::TimedOut>>) -> Option<io::Result<usize>> {
+    r.map(|r| match r {
+        Ok(res) => uring::cvt(res),
+        Err(uring::TimedOut) => Err(would_block()),
+    })
+}
+
+/// The blocking operations of streams (sockets and pipes): through the
+/// worker's io_uring when the caller is a green thread of a runtime that
+/// uses it (`io::uring`), else `do_io` with the given nonblocking call.
+///
+/// The buffers are borrowed for the whole call, and a ring operation
+/// returns only after its completion was reaped, so the kernel never
+/// writes into memory the caller got back.
+impl<T: AsRawFd> Source<T> {
+    /// `read(2)` of a stream.
+    pub(crate) fn read_with(
+        &self,
+        buf: &mut [u8],
+        timeout: Option<Duration>,
+        mut f: impl FnMut(&T, &mut [u8]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        if uring::active() {
+            let fd = self.io.as_raw_fd();
+            let (ptr, len) = (buf.as_mut_ptr(), ring_len(buf.len()));
+            let r = uring::stream_op(fd, libc::POLLIN, uring::deadline(timeout), || {
+                opcode::Read::new(types::Fd(fd), ptr, len)
+                    .offset(u64::MAX)
+                    .build()
+            });
+            if let Some(r) = ring_result(r) {
+                return r;
+            }
+        }
+        self.do_io(Direction::Read, timeout, would_block, |io| f(io, buf))
+    }
+
+    /// `readv(2)` of a stream.
+    pub(crate) fn read_vectored_with(
+        &self,
+        bufs: &mut [IoSliceMut<'_>],
+        timeout: Option<Duration>,
+        mut f: impl FnMut(&T, &mut [IoSliceMut<'_>]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        if uring::active() {
+            let fd = self.io.as_raw_fd();
+            // `IoSliceMut` is ABI-compatible with `iovec` on Unix.
+            let (ptr, n) = (bufs.as_ptr() as *const libc::iovec, ring_iovs(bufs.len()));
+            let r = uring::stream_op(fd, libc::POLLIN, uring::deadline(timeout), || {
+                opcode::Readv::new(types::Fd(fd), ptr, n)
+                    .offset(u64::MAX)
+                    .build()
+            });
+            if let Some(r) = ring_result(r) {
+                return r;
+            }
+        }
+        self.do_io(Direction::Read, timeout, would_block, |io| f(io, bufs))
+    }
+
+    /// `write(2)` of a stream; `socket` sends with `MSG_NOSIGNAL` (a closed
+    /// peer is `EPIPE`, never `SIGPIPE`, as with std's sockets).
+    pub(crate) fn write_with(
+        &self,
+        buf: &[u8],
+        timeout: Option<Duration>,
+        socket: bool,
+        mut f: impl FnMut(&T, &[u8]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        if uring::active() {
+            let fd = self.io.as_raw_fd();
+            let (ptr, len) = (buf.as_ptr(), ring_len(buf.len()));
+            let r = uring::stream_op(fd, libc::POLLOUT, uring::deadline(timeout), || {
+                if socket {
+                    opcode::Send::new(types::Fd(fd), ptr, len)
+                        .flags(libc::MSG_NOSIGNAL)
+                        .build()
+                } else {
+                    opcode::Write::new(types::Fd(fd), ptr, len)
+                        .offset(u64::MAX)
+                        .build()
+                }
+            });
+            if let Some(r) = ring_result(r) {
+                return r;
+            }
+        }
+        self.do_io(Direction::Write, timeout, would_block, |io| f(io, buf))
+    }
+
+    /// `writev(2)` of a stream.
+    pub(crate) fn write_vectored_with(
+        &self,
+        bufs: &[IoSlice<'_>],
+        timeout: Option<Duration>,
+        mut f: impl FnMut(&T, &[IoSlice<'_>]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        if uring::active() {
+            let fd = self.io.as_raw_fd();
+            // `IoSlice` is ABI-compatible with `iovec` on Unix.
+            let (ptr, n) = (bufs.as_ptr() as *const libc::iovec, ring_iovs(bufs.len()));
+            let r = uring::stream_op(fd, libc::POLLOUT, uring::deadline(timeout), || {
+                opcode::Writev::new(types::Fd(fd), ptr, n)
+                    .offset(u64::MAX)
+                    .build()
+            });
+            if let Some(r) = ring_result(r) {
+                return r;
+            }
+        }
+        self.do_io(Direction::Write, timeout, would_block, |io| f(io, bufs))
+    }
+
+    /// `accept4(2)` through the ring: the new descriptor (nonblocking,
+    /// close-on-exec) and the peer's raw address. `None`: use the epoll
+    /// path.
+    pub(crate) fn ring_accept(
+        &self,
+    ) -> Option<io::Result<(std::os::fd::OwnedFd, libc::sockaddr_storage)>> {
+        if !uring::active() {
+            return None;
+        }
+        let fd = self.io.as_raw_fd();
+        // SAFETY: all-zero bytes are a valid sockaddr_storage.
+        let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let (ap, lp) = (
+            &mut addr as *mut libc::sockaddr_storage as *mut libc::sockaddr,
+            &mut len as *mut libc::socklen_t,
+        );
+        let r = uring::stream_op(fd, libc::POLLIN, None, || {
+            opcode::Accept::new(types::Fd(fd), ap, lp)
+                .flags(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+                .build()
+        });
+        let r = ring_result(r)?;
+        Some(r.map(|newfd| {
+            // SAFETY: a successful accept returned a new descriptor that
+            // nothing else owns.
+            let owned = unsafe {
+                <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(newfd as RawFd)
+            };
+            (owned, addr)
+        }))
     }
 }
 

@@ -107,6 +107,9 @@ fn preempt_slow() {
     }
     if flags & TICK != 0 {
         w.clear_flags(TICK);
+        // I/O hook (io_uring driver): a busy worker reaps its ring once per
+        // tick even if it never switches.
+        crate::io::uring::at_tick(sh);
         let now = clock::now();
         let (resched, deadline, queued) = {
             let mut rq = w.lock();

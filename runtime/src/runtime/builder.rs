@@ -47,6 +47,7 @@ pub struct Builder {
     stack_pool: usize,
     name: String,
     ticker_nice: i32,
+    io_driver: crate::io::IoDriver,
 }
 
 impl Default for Builder {
@@ -62,6 +63,7 @@ impl Default for Builder {
             stack_pool: 256,
             name: "eevdf".into(),
             ticker_nice: DEFAULT_TICKER_NICE,
+            io_driver: crate::io::IoDriver::Auto,
         }
     }
 }
@@ -151,6 +153,23 @@ impl Builder {
         self
     }
 
+    /// The kernel interface green threads use for I/O (default
+    /// [`IoDriver::Auto`](crate::io::IoDriver::Auto): io_uring where the
+    /// kernel allows it, else epoll). Asking for
+    /// [`IoDriver::Uring`](crate::io::IoDriver::Uring) where io_uring is
+    /// unavailable makes [`build`](Self::build) fail with the kernel's
+    /// reason. [`Runtime::io_driver`] says which driver a runtime uses.
+    ///
+    /// ```
+    /// use eevdf_rt::io::IoDriver;
+    /// let rt = eevdf_rt::Builder::new().workers(1).io_driver(IoDriver::Auto).build().unwrap();
+    /// assert_ne!(rt.io_driver(), IoDriver::Auto);
+    /// ```
+    pub fn io_driver(mut self, driver: crate::io::IoDriver) -> Self {
+        self.io_driver = driver;
+        self
+    }
+
     /// Validates the configuration and starts the runtime.
     pub fn build(self) -> Result<Runtime, Error> {
         let workers = self.workers.unwrap_or_else(sys::allowed_cpus);
@@ -206,6 +225,7 @@ impl Builder {
         for spec in &self.features {
             features.apply(spec)?;
         }
+        let io_driver = self.io_driver.resolve()?;
         let config = Config {
             pin_workers: self.pin_workers,
             stack_size: self.stack_size,
@@ -215,6 +235,7 @@ impl Builder {
             stack_pool: self.stack_pool,
             name: self.name,
             ticker_nice: self.ticker_nice,
+            io_driver,
         };
         let params = Params {
             base_slice,

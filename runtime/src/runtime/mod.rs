@@ -83,6 +83,18 @@ impl Runtime {
         self.shared.workers.len()
     }
 
+    /// The I/O driver this runtime's green threads use: `Uring` or `Epoll`
+    /// ([`Builder::io_driver`] resolved; never `Auto`).
+    ///
+    /// ```
+    /// let rt = eevdf_rt::Builder::new().workers(1).build()?;
+    /// println!("I/O through {}", rt.io_driver());
+    /// # Ok::<(), eevdf_rt::Error>(())
+    /// ```
+    pub fn io_driver(&self) -> crate::io::IoDriver {
+        self.shared.config.io_driver
+    }
+
     /// The nice level the runtime's ticker thread runs at: what
     /// [`Builder::ticker_nice`] asked for if the kernel granted it, else the
     /// process's level (raising a priority needs `CAP_SYS_NICE` or

@@ -27,6 +27,8 @@ pub(crate) struct Config {
     pub(crate) name: String,
     /// Nice level the ticker thread asks for (`Builder::ticker_nice`).
     pub(crate) ticker_nice: i32,
+    /// The resolved I/O driver (`Uring` or `Epoll`, never `Auto`).
+    pub(crate) io_driver: crate::io::IoDriver,
 }
 
 /// The runtime's shared state.
@@ -58,10 +60,15 @@ pub(crate) struct Shared {
     pub(crate) reactor: OnceLock<Arc<Reactor>>,
     /// Serialises the reactor's creation.
     pub(crate) reactor_init: parking_lot::Mutex<()>,
+    /// The io_uring driver's shared part, when the runtime uses io_uring
+    /// (the rings themselves belong to the worker threads, `io::uring`).
+    pub(crate) uring: Option<crate::io::uring::Driver>,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config, features: Features, workers: Box<[Worker]>) -> Self {
+        let uring = (config.io_driver == crate::io::IoDriver::Uring)
+            .then(|| crate::io::uring::Driver::new(workers.len()));
         Shared {
             registry: Registry::new(workers.len()),
             workers,
@@ -80,6 +87,7 @@ impl Shared {
             spawn_cursor: AtomicUsize::new(0),
             reactor: OnceLock::new(),
             reactor_init: parking_lot::Mutex::new(()),
+            uring,
         }
     }
 

@@ -42,9 +42,10 @@ pub fn hackbench_header(kind: BackendKind, cfg: &HackbenchConfig) -> String {
         BackendKind::Green => {
             let _ = write!(
                 s,
-                "\n({} worker threads, eevdf-rt features: {}, transport: {})",
+                "\n({} worker threads, eevdf-rt features: {}, I/O: {}, transport: {})",
                 cfg.runtime.workers,
                 describe_features(cfg.runtime.features.as_deref()),
+                cfg.runtime.io.resolve().unwrap_or(cfg.runtime.io),
                 cfg.transport.describe()
             );
         }
@@ -401,6 +402,7 @@ mod tests {
                 workers: 2,
                 features: None,
                 stats: false,
+                io: eevdf_rt::io::IoDriver::Auto,
             },
         }
     }

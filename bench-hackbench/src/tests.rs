@@ -39,6 +39,7 @@ fn tiny(transport: TransportKind) -> HackbenchConfig {
             workers: 2,
             features: None,
             stats: true,
+            io: eevdf_rt::io::IoDriver::Auto,
         },
     }
 }

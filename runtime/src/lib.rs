@@ -37,7 +37,7 @@
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
 //! | `time` | the clock, timers, the ticker |
-//! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API |
+//! | [`io`], [`net`], [`fs`] | the I/O drivers (per-worker io_uring rings, or the epoll reactor: [`io::IoDriver`]); pipes, TCP and Unix sockets with `std`'s blocking API; files that do not block the worker under io_uring |
 //! | [`sync`] | green-aware Futex, Mutex, Condvar, RwLock, Barrier, Semaphore, channels |
 //! | [`Stats`] | schedstat-like counters |
 //!
@@ -54,6 +54,7 @@
 
 mod context;
 pub mod error;
+pub mod fs;
 mod future;
 pub mod io;
 mod lock;

@@ -80,6 +80,8 @@ pub struct RuntimeOpts {
     pub features: Option<String>,
     /// Print the runtime's counters after each run (`--stats`).
     pub stats: bool,
+    /// The green backend's I/O driver (`--io`; default `auto`).
+    pub io: eevdf_rt::io::IoDriver,
 }
 
 /// One hackbench run, identical for every backend.

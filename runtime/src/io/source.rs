@@ -151,6 +151,23 @@ fn ring_iovs(n: usize) -> u32 {
     n.min(libc::UIO_MAXIOV as usize) as u32
 }
 
+/// The nonblocking call comes first on the ring path too: with data or
+/// buffer space at hand it completes with no park and no submission (the
+/// common case for writes, and for reads under load). Only a call that
+/// would block goes to the ring, where the kernel arms its own poll and
+/// performs the transfer itself: one completion instead of epoll's
+/// `EAGAIN` → park → `epoll_wait` → wake → retry. `Some`: done.
+fn without_blocking<R>(r: io::Result<R>) -> Option<io::Result<R>> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+        r => {
+            // A completed call is a preemption point (see `do_io`).
+            crate::preempt_point();
+            Some(r)
+        }
+    }
+}
+
 /// A ring operation's outcome as a read/write result; a timeout is
 /// `would_block()`, like the epoll path.
 fn ring_result(r: Option<Result<i32, uring::TimedOut>>) -> Option<io::Result<usize>> {
@@ -176,6 +193,9 @@ impl<T: AsRawFd> Source<T> {
         mut f: impl FnMut(&T, &mut [u8]) -> io::Result<usize>,
     ) -> io::Result<usize> {
         if uring::active() {
+            if let Some(r) = without_blocking(f(&self.io, buf)) {
+                return r;
+            }
             let fd = self.io.as_raw_fd();
             let (ptr, len) = (buf.as_mut_ptr(), ring_len(buf.len()));
             let r = uring::stream_op(fd, libc::POLLIN, uring::deadline(timeout), || {
@@ -198,6 +218,9 @@ impl<T: AsRawFd> Source<T> {
         mut f: impl FnMut(&T, &mut [IoSliceMut<'_>]) -> io::Result<usize>,
     ) -> io::Result<usize> {
         if uring::active() {
+            if let Some(r) = without_blocking(f(&self.io, bufs)) {
+                return r;
+            }
             let fd = self.io.as_raw_fd();
             // `IoSliceMut` is ABI-compatible with `iovec` on Unix.
             let (ptr, n) = (bufs.as_ptr() as *const libc::iovec, ring_iovs(bufs.len()));
@@ -223,6 +246,9 @@ impl<T: AsRawFd> Source<T> {
         mut f: impl FnMut(&T, &[u8]) -> io::Result<usize>,
     ) -> io::Result<usize> {
         if uring::active() {
+            if let Some(r) = without_blocking(f(&self.io, buf)) {
+                return r;
+            }
             let fd = self.io.as_raw_fd();
             let (ptr, len) = (buf.as_ptr(), ring_len(buf.len()));
             let r = uring::stream_op(fd, libc::POLLOUT, uring::deadline(timeout), || {
@@ -251,6 +277,9 @@ impl<T: AsRawFd> Source<T> {
         mut f: impl FnMut(&T, &[IoSlice<'_>]) -> io::Result<usize>,
     ) -> io::Result<usize> {
         if uring::active() {
+            if let Some(r) = without_blocking(f(&self.io, bufs)) {
+                return r;
+            }
             let fd = self.io.as_raw_fd();
             // `IoSlice` is ABI-compatible with `iovec` on Unix.
             let (ptr, n) = (bufs.as_ptr() as *const libc::iovec, ring_iovs(bufs.len()));

@@ -78,6 +78,7 @@
 //!   process rather than let the kernel write into freed memory.
 
 use crate::runtime::shared::Shared;
+use crate::stats::Counter;
 use crate::task::TaskRef;
 use crate::wake::waiter;
 use crate::worker::{tls, Worker};
@@ -87,6 +88,7 @@ use std::cell::RefCell;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `user_data` of the idle park's futex wait.
@@ -165,6 +167,8 @@ thread_local! {
 struct WorkerRing {
     ring: IoUring,
     worker: usize,
+    /// The runtime (for this worker's counters).
+    shared: Arc<Shared>,
     /// Operations submitted or queued whose CQE has not been reaped.
     in_flight: usize,
     /// Switch time at which unsubmitted SQEs were first seen (0: none).
@@ -236,12 +240,16 @@ impl WorkerRing {
         };
         self.pending_since = 0;
         self.last_enter = crate::time::clock::now();
+        self.shared.workers[self.worker]
+            .stats
+            .inc(Counter::io_uring_enters);
     }
 
     /// Reaps every CQE: stores results, collects the tasks to wake.
     /// `draining`: the worker is exiting; nobody is woken.
     fn reap(&mut self, draining: bool) -> bool {
         let mut reactor = false;
+        let before = self.in_flight;
         let (ring, woken) = (&mut self.ring, &mut self.woken);
         for cqe in ring.completion() {
             match cqe.user_data() {
@@ -266,6 +274,12 @@ impl WorkerRing {
                     op.done.store(true, Ordering::SeqCst);
                 }
             }
+        }
+        let completed = (before - self.in_flight) as u64;
+        if completed > 0 {
+            self.shared.workers[self.worker]
+                .stats
+                .add(Counter::io_uring_completions, completed);
         }
         reactor
     }
@@ -328,12 +342,14 @@ impl Drop for WorkerRing {
 fn with_ring<R>(f: impl FnOnce(&mut WorkerRing) -> R) -> Option<R> {
     let (sh, index) = tls::worker()?;
     sh.uring.as_ref()?;
+    let shared = tls::current()?.shared.clone();
     RING.with(|cell| {
         let mut g = cell.try_borrow_mut().ok()?;
         if g.is_none() {
             *g = Some(WorkerRing {
                 ring: new_ring().ok()?,
                 worker: index,
+                shared,
                 in_flight: 0,
                 pending_since: 0,
                 last_enter: 0,
@@ -525,7 +541,6 @@ pub(crate) fn idle_poll(sh: &Shared) -> bool {
 /// doing nothing, if this worker has no ring (the caller parks as usual).
 #[cfg(not(loom))]
 pub(crate) fn park_idle(sh: &Shared, w: &Worker, timeout: Option<Duration>) -> bool {
-    use crate::stats::Counter;
     if sh.uring.is_none() {
         return false;
     }

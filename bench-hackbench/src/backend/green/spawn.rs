@@ -145,6 +145,7 @@ mod tests {
             workers: 2,
             features: None,
             stats: false,
+            io: eevdf_rt::io::IoDriver::Auto,
         };
         let v = placement_variants(&o);
         assert_eq!(v.len(), 2);

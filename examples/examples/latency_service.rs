@@ -146,6 +146,9 @@ struct Args {
     /// eevdf-rt scheduler features, sched_features syntax ("NO_PREEMPT_SHORT,TICK_ELIGIBLE")
     #[arg(long, default_value = "")]
     features: String,
+    /// I/O driver: auto (io_uring if the kernel allows it), uring or epoll
+    #[arg(long, default_value = "auto", value_name = "auto|uring|epoll", value_parser = cli::parse_io)]
+    io: eevdf_rt::io::IoDriver,
     /// Leave both runtimes' worker threads unpinned (by default each runtime
     /// pins worker i to the i-th allowed CPU: eevdf-rt's default, applied
     /// to tokio's workers too so that both meet the same kernel placement)
@@ -191,6 +194,7 @@ struct Plan {
     handler_nice: i32,
     batch_nice: i32,
     features: String,
+    io: eevdf_rt::io::IoDriver,
     transport: Transport,
     pin: bool,
     tick: Duration,
@@ -255,6 +259,7 @@ impl Plan {
             handler_nice,
             batch_nice,
             features: a.features.clone(),
+            io: a.io,
             transport: a.transport,
             pin: !a.no_pin,
             tick,
@@ -497,6 +502,7 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
         .tick(plan.tick)
         .ticker_nice(plan.ticker_nice)
         .features(&plan.features)
+        .io_driver(plan.io)
         .build()
         .map_err(|e| e.to_string())?;
     let spawn_err = |e: std::io::Error| format!("eevdf-rt spawn: {e}");

@@ -434,25 +434,22 @@ pub(crate) unsafe fn submit(
         return None;
     };
     let done = || op.done.load(Ordering::SeqCst);
-    while !waiter::park(done, deadline) {
-        // The deadline passed.
-        if done() {
-            break;
-        }
-        cancel(worker, &op);
-        while !done() {
-            waiter::park(done, None);
-        }
-        let res = op.res.load(Ordering::Relaxed);
-        return Some(if res == -libc::ECANCELED {
-            Err(TimedOut)
-        } else {
-            Ok(res)
-        });
-    }
+    // Loop: wakeups may be spurious.
     while !done() {
-        // A spurious wakeup.
-        waiter::park(done, None);
+        if !waiter::park(done, deadline) && !done() {
+            // The deadline passed: cancel, then wait for the completion
+            // (the kernel owns the buffers until then).
+            cancel(worker, &op);
+            while !done() {
+                waiter::park(done, None);
+            }
+            let res = op.res.load(Ordering::Relaxed);
+            return Some(if res == -libc::ECANCELED {
+                Err(TimedOut)
+            } else {
+                Ok(res)
+            });
+        }
     }
     Some(Ok(op.res.load(Ordering::Relaxed)))
 }

@@ -1,39 +1,8 @@
 //! Files through the I/O driver: concurrent positional writes and reads,
 //! sequential access, errors, and OS threads.
 //!
-//! The suite runs once per I/O driver: `epoll::*` and `uring::*` (the
-//! latter falls back to epoll, saying why, where the kernel refuses
-//! io_uring).
+//! The suite runs once per I/O driver: `epoll::*` and `uring::*`
+//! (`suites/drivers.rs`).
 
-mod epoll {
-    fn builder() -> eevdf_rt::Builder {
-        eevdf_rt::Builder::new().io_driver(eevdf_rt::io::IoDriver::Epoll)
-    }
-
-    include!("suites/fs_file.rs");
-}
-
-mod uring {
-    fn builder() -> eevdf_rt::Builder {
-        use eevdf_rt::io::IoDriver;
-        match IoDriver::Uring.resolve() {
-            Ok(_) => eevdf_rt::Builder::new().io_driver(IoDriver::Uring),
-            Err(e) => {
-                eprintln!("io_uring unavailable, running the uring suite on epoll: {e}");
-                eevdf_rt::Builder::new().io_driver(IoDriver::Epoll)
-            }
-        }
-    }
-
-    #[test]
-    fn the_driver_is_io_uring_where_the_kernel_allows_it() {
-        let rt = builder().workers(1).build().unwrap();
-        let expect = match eevdf_rt::io::IoDriver::Uring.resolve() {
-            Ok(_) => eevdf_rt::io::IoDriver::Uring,
-            Err(_) => eevdf_rt::io::IoDriver::Epoll,
-        };
-        assert_eq!(rt.io_driver(), expect);
-    }
-
-    include!("suites/fs_file.rs");
-}
+include!("suites/drivers.rs");
+for_each_driver!("fs_file.rs");

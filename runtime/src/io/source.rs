@@ -185,29 +185,48 @@ fn ring_result(r: Option<Result<i32, uring::TimedOut>>) -> Option<io::Result<usi
 /// returns only after its completion was reaped, so the kernel never
 /// writes into memory the caller got back.
 impl<T: AsRawFd> Source<T> {
-    /// `read(2)` of a stream.
-    pub(crate) fn read_with(
+    /// One stream operation: without a ring, `do_io` with the nonblocking
+    /// call `f`; with one, `f` first, then (if it would block) the ring
+    /// operation `entry` builds, waiting for `dir` readiness with a poll
+    /// op if the kernel answers `EAGAIN`. `buf` is handed to both.
+    fn stream<B: ?Sized>(
         &self,
-        buf: &mut [u8],
+        dir: Direction,
         timeout: Option<Duration>,
-        mut f: impl FnMut(&T, &mut [u8]) -> io::Result<usize>,
+        buf: &mut B,
+        mut f: impl FnMut(&T, &mut B) -> io::Result<usize>,
+        entry: impl Fn(types::Fd, &mut B) -> io_uring::squeue::Entry,
     ) -> io::Result<usize> {
         if uring::active() {
             if let Some(r) = without_blocking(f(&self.io, buf)) {
                 return r;
             }
             let fd = self.io.as_raw_fd();
-            let (ptr, len) = (buf.as_mut_ptr(), ring_len(buf.len()));
-            let r = uring::stream_op(fd, libc::POLLIN, uring::deadline(timeout), || {
-                opcode::Read::new(types::Fd(fd), ptr, len)
-                    .offset(u64::MAX)
-                    .build()
-            });
+            let events = match dir {
+                Direction::Read => libc::POLLIN,
+                Direction::Write => libc::POLLOUT,
+            };
+            let deadline = uring::deadline(timeout);
+            let r = uring::stream_op(fd, events, deadline, || entry(types::Fd(fd), buf));
             if let Some(r) = ring_result(r) {
                 return r;
             }
         }
-        self.do_io(Direction::Read, timeout, would_block, |io| f(io, buf))
+        self.do_io(dir, timeout, would_block, |io| f(io, buf))
+    }
+
+    /// `read(2)` of a stream.
+    pub(crate) fn read_with(
+        &self,
+        buf: &mut [u8],
+        timeout: Option<Duration>,
+        f: impl FnMut(&T, &mut [u8]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        self.stream(Direction::Read, timeout, buf, f, |fd, b| {
+            opcode::Read::new(fd, b.as_mut_ptr(), ring_len(b.len()))
+                .offset(u64::MAX)
+                .build()
+        })
     }
 
     /// `readv(2)` of a stream.
@@ -215,84 +234,52 @@ impl<T: AsRawFd> Source<T> {
         &self,
         bufs: &mut [IoSliceMut<'_>],
         timeout: Option<Duration>,
-        mut f: impl FnMut(&T, &mut [IoSliceMut<'_>]) -> io::Result<usize>,
+        f: impl FnMut(&T, &mut [IoSliceMut<'_>]) -> io::Result<usize>,
     ) -> io::Result<usize> {
-        if uring::active() {
-            if let Some(r) = without_blocking(f(&self.io, bufs)) {
-                return r;
-            }
-            let fd = self.io.as_raw_fd();
-            // `IoSliceMut` is ABI-compatible with `iovec` on Unix.
-            let (ptr, n) = (bufs.as_ptr() as *const libc::iovec, ring_iovs(bufs.len()));
-            let r = uring::stream_op(fd, libc::POLLIN, uring::deadline(timeout), || {
-                opcode::Readv::new(types::Fd(fd), ptr, n)
-                    .offset(u64::MAX)
-                    .build()
-            });
-            if let Some(r) = ring_result(r) {
-                return r;
-            }
-        }
-        self.do_io(Direction::Read, timeout, would_block, |io| f(io, bufs))
+        // `IoSliceMut` is ABI-compatible with `iovec` on Unix.
+        self.stream(Direction::Read, timeout, bufs, f, |fd, b| {
+            opcode::Readv::new(fd, b.as_ptr() as *const libc::iovec, ring_iovs(b.len()))
+                .offset(u64::MAX)
+                .build()
+        })
     }
 
     /// `write(2)` of a stream; `socket` sends with `MSG_NOSIGNAL` (a closed
     /// peer is `EPIPE`, never `SIGPIPE`, as with std's sockets).
     pub(crate) fn write_with(
         &self,
-        buf: &[u8],
+        mut buf: &[u8],
         timeout: Option<Duration>,
         socket: bool,
         mut f: impl FnMut(&T, &[u8]) -> io::Result<usize>,
     ) -> io::Result<usize> {
-        if uring::active() {
-            if let Some(r) = without_blocking(f(&self.io, buf)) {
-                return r;
+        let g = |io: &T, b: &mut &[u8]| f(io, b);
+        self.stream(Direction::Write, timeout, &mut buf, g, |fd, b| {
+            let (ptr, len) = (b.as_ptr(), ring_len(b.len()));
+            if socket {
+                opcode::Send::new(fd, ptr, len)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+            } else {
+                opcode::Write::new(fd, ptr, len).offset(u64::MAX).build()
             }
-            let fd = self.io.as_raw_fd();
-            let (ptr, len) = (buf.as_ptr(), ring_len(buf.len()));
-            let r = uring::stream_op(fd, libc::POLLOUT, uring::deadline(timeout), || {
-                if socket {
-                    opcode::Send::new(types::Fd(fd), ptr, len)
-                        .flags(libc::MSG_NOSIGNAL)
-                        .build()
-                } else {
-                    opcode::Write::new(types::Fd(fd), ptr, len)
-                        .offset(u64::MAX)
-                        .build()
-                }
-            });
-            if let Some(r) = ring_result(r) {
-                return r;
-            }
-        }
-        self.do_io(Direction::Write, timeout, would_block, |io| f(io, buf))
+        })
     }
 
     /// `writev(2)` of a stream.
     pub(crate) fn write_vectored_with(
         &self,
-        bufs: &[IoSlice<'_>],
+        mut bufs: &[IoSlice<'_>],
         timeout: Option<Duration>,
         mut f: impl FnMut(&T, &[IoSlice<'_>]) -> io::Result<usize>,
     ) -> io::Result<usize> {
-        if uring::active() {
-            if let Some(r) = without_blocking(f(&self.io, bufs)) {
-                return r;
-            }
-            let fd = self.io.as_raw_fd();
-            // `IoSlice` is ABI-compatible with `iovec` on Unix.
-            let (ptr, n) = (bufs.as_ptr() as *const libc::iovec, ring_iovs(bufs.len()));
-            let r = uring::stream_op(fd, libc::POLLOUT, uring::deadline(timeout), || {
-                opcode::Writev::new(types::Fd(fd), ptr, n)
-                    .offset(u64::MAX)
-                    .build()
-            });
-            if let Some(r) = ring_result(r) {
-                return r;
-            }
-        }
-        self.do_io(Direction::Write, timeout, would_block, |io| f(io, bufs))
+        let g = |io: &T, b: &mut &[IoSlice<'_>]| f(io, b);
+        // `IoSlice` is ABI-compatible with `iovec` on Unix.
+        self.stream(Direction::Write, timeout, &mut bufs, g, |fd, b| {
+            opcode::Writev::new(fd, b.as_ptr() as *const libc::iovec, ring_iovs(b.len()))
+                .offset(u64::MAX)
+                .build()
+        })
     }
 
     /// `accept4(2)` through the ring: the new descriptor (nonblocking,

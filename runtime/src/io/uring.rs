@@ -636,7 +636,7 @@ pub(crate) fn stream_op(
     fd: RawFd,
     events: libc::c_short,
     deadline: Option<Instant>,
-    make: impl Fn() -> Entry,
+    mut make: impl FnMut() -> Entry,
 ) -> Option<Result<i32, TimedOut>> {
     loop {
         // SAFETY: `make`'s pointers come from our caller, which keeps them

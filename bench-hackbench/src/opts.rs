@@ -611,6 +611,25 @@ mod tests {
     }
 
     #[test]
+    fn io_option() {
+        use eevdf_rt::io::IoDriver;
+        assert_eq!(ok("").hackbench.runtime.io, IoDriver::Auto);
+        assert_eq!(
+            ok("--io epoll --backend green").hackbench.runtime.io,
+            IoDriver::Epoll
+        );
+        assert!(err("--io epoll -T").contains("green"));
+        assert!(err("--io epoll --backend tokio").contains("green"));
+        match IoDriver::Uring.resolve() {
+            Ok(_) => assert_eq!(
+                ok("--io uring --backend green").hackbench.runtime.io,
+                IoDriver::Uring
+            ),
+            Err(_) => assert!(err("--io uring --backend green").contains("io_uring")),
+        }
+    }
+
+    #[test]
     fn transport_option() {
         for (args, want) in [
             ("--transport unix", TransportKind::UnixSocket),

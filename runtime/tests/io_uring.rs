@@ -125,3 +125,26 @@ fn asking_for_uring_where_it_is_refused_names_the_reason() {
     }
     assert!("sometimes".parse::<IoDriver>().is_err());
 }
+
+#[test]
+fn a_worker_parked_in_its_ring_is_woken_by_a_kick() {
+    // One worker: once it has a ring it parks in it (a futex wait op on its
+    // idle word). A plain wakeup from an OS thread must still reach it.
+    let Some(rt) = uring_rt(1) else { return };
+    blocked_pipe_read(&rt); // creates worker 0's ring
+    let (tx, rx) = eevdf_rt::sync::channel::bounded::<u32>(1);
+    let h = rt.spawn(move || rx.recv().unwrap());
+    std::thread::sleep(Duration::from_millis(50));
+    let t = std::time::Instant::now();
+    tx.send(7).unwrap();
+    assert_eq!(h.join().unwrap(), 7);
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // Parked again and woken again, many times.
+    for i in 0..50u32 {
+        let (tx, rx) = eevdf_rt::sync::channel::bounded::<u32>(1);
+        let h = rt.spawn(move || rx.recv().unwrap());
+        std::thread::sleep(Duration::from_millis(1));
+        tx.send(i).unwrap();
+        assert_eq!(h.join().unwrap(), i);
+    }
+}

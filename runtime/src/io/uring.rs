@@ -513,6 +513,42 @@ pub(crate) fn at_tick(sh: &Shared) {
     }
 }
 
+/// Hook of `preempt_point` on a uring runtime when no flag is pending:
+/// if this worker's ring has completions (in the CQ, or as deferred task
+/// work the kernel flagged with `IORING_SQ_TASKRUN`), runs and reaps them
+/// and wakes their green threads; submits a queued batch once it is due.
+/// So a busy worker (a CPU-bound green thread reaching preemption points)
+/// submits and delivers within about one preemption-point interval instead
+/// of at its next switch or tick. Costs a thread-local access and a few
+/// loads otherwise.
+#[inline(never)]
+pub(crate) fn at_preempt_point(sh: &Shared) {
+    let pending = RING.with(|cell| {
+        let Ok(mut g) = cell.try_borrow_mut() else {
+            return false;
+        };
+        let Some(r) = g.as_mut() else { return false };
+        if r.in_flight == 0 {
+            return false;
+        }
+        if !r.ring.completion().is_empty() || r.ring.submission().taskrun() {
+            return true;
+        }
+        // A batch the last switch left queued: submit it once it is due.
+        if r.unsubmitted() == 0 {
+            return false;
+        }
+        let now = crate::time::clock::now();
+        if r.pending_since == 0 {
+            r.pending_since = now;
+        }
+        now.saturating_sub(r.pending_since) >= SUBMIT_DELAY_NS
+    });
+    if pending {
+        idle_poll(sh);
+    }
+}
+
 /// Hook of the worker loop, when the worker finds nothing to run and while
 /// it polls: submits everything queued, runs pending completions, and
 /// wakes their green threads. Returns whether it woke any.

@@ -73,6 +73,10 @@ pub fn preempt_point() {
     if let Some((sh, i)) = tls::worker() {
         if sh.workers[i].flags() != 0 {
             preempt_slow();
+        } else if sh.uring.is_some() {
+            // I/O hook (io_uring driver): completions that arrived while
+            // this green thread ran are delivered now, not at the next tick.
+            crate::io::uring::at_preempt_point(sh);
         }
     }
 }

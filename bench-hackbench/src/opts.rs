@@ -143,6 +143,9 @@ pub struct Cli {
     /// eevdf-rt scheduler features for green, sched_features style ("NO_RUN_TO_PARITY,TICK_ELIGIBLE").
     #[arg(long)]
     pub features: Option<String>,
+    /// I/O driver of the green backend: auto (io_uring if the kernel allows it), uring or epoll [default: auto].
+    #[arg(long, value_name = "auto|uring|epoll", value_parser = parse_io)]
+    pub io: Option<eevdf_rt::io::IoDriver>,
     /// OS worker threads for tokio and green [default: CPUs available].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub workers: Option<u32>,
@@ -310,6 +313,14 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
             return usage(format!("--features: {e}"));
         }
     }
+    if let Some(io) = cli.io {
+        if !has_green {
+            return usage("--io applies to the green backend only (use --backend green or all)");
+        }
+        if let Err(e) = io.resolve() {
+            return usage(format!("--io {io}: {e}"));
+        }
+    }
     if cli.workers.is_some() && !has_runtime {
         return usage("--workers applies to the tokio and green backends only");
     }
@@ -419,11 +430,16 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
                 features: cli.features,
                 stats: cli.stats,
                 trace: cli.trace,
+                io: cli.io.unwrap_or_default(),
             },
         },
         plot: cli.plot,
         json: cli.json,
     })
+}
+
+fn parse_io(s: &str) -> Result<eevdf_rt::io::IoDriver, String> {
+    s.parse().map_err(|e: eevdf_rt::Error| e.to_string())
 }
 
 fn check_slice(s: Duration, what: &str) -> Result<(), OptsError> {
@@ -613,6 +629,25 @@ mod tests {
         assert!(err("--transport pipe -p").contains("cannot be used with"));
         assert!(err("--transport tcp -i").contains("cannot be used with"));
         assert!(err("--transport carrier-pigeon").contains("carrier-pigeon"));
+    }
+
+    #[test]
+    fn io_option() {
+        use eevdf_rt::io::IoDriver;
+        assert_eq!(ok("").hackbench.runtime.io, IoDriver::Auto);
+        assert_eq!(
+            ok("--io epoll --backend green").hackbench.runtime.io,
+            IoDriver::Epoll
+        );
+        assert!(err("--io epoll -T").contains("green"));
+        assert!(err("--io epoll --backend tokio").contains("green"));
+        match IoDriver::Uring.resolve() {
+            Ok(_) => assert_eq!(
+                ok("--io uring --backend green").hackbench.runtime.io,
+                IoDriver::Uring
+            ),
+            Err(_) => assert!(err("--io uring --backend green").contains("io_uring")),
+        }
     }
 
     #[test]

@@ -42,9 +42,10 @@ pub fn hackbench_header(kind: BackendKind, cfg: &HackbenchConfig) -> String {
         BackendKind::Green => {
             let _ = write!(
                 s,
-                "\n({} worker threads, eevdf-rt features: {}, transport: {})",
+                "\n({} worker threads, eevdf-rt features: {}, I/O: {}, transport: {})",
                 cfg.runtime.workers,
                 describe_features(cfg.runtime.features.as_deref()),
+                cfg.runtime.io.resolve().unwrap_or(cfg.runtime.io),
                 cfg.transport.describe()
             );
         }
@@ -402,6 +403,7 @@ mod tests {
                 features: None,
                 stats: false,
                 trace: None,
+                io: eevdf_rt::io::IoDriver::Auto,
             },
         }
     }

@@ -40,6 +40,7 @@ fn tiny(transport: TransportKind) -> HackbenchConfig {
             features: None,
             stats: true,
             trace: None,
+            io: eevdf_rt::io::IoDriver::Auto,
         },
     }
 }

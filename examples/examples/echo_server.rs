@@ -68,6 +68,9 @@ struct Args {
     features: String,
     #[command(flatten)]
     trace: cli::TraceOpt,
+    /// I/O driver: auto (io_uring if the kernel allows it), uring or epoll
+    #[arg(long, default_value = "auto", value_name = "auto|uring|epoll", value_parser = cli::parse_io)]
+    io: eevdf_rt::io::IoDriver,
 }
 
 /// Largest request: a client writes a whole message before reading the
@@ -271,6 +274,7 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
             eevdf_rt::Builder::new()
                 .workers(workers)
                 .features(&args.features)
+                .io_driver(args.io)
                 .build()
                 .map_err(|e| e.to_string())?,
         )
@@ -310,8 +314,9 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
         size: args.size,
     };
     println!(
-        "echo_server: {} workers; {} {} clients × {} requests × {} B against {addr} ({server})",
+        "echo_server: {} workers ({} I/O); {} {} clients × {} requests × {} B against {addr} ({server})",
         workers,
+        rt.as_ref().map_or("no runtime".into(), |r| r.io_driver().to_string()),
         load.clients,
         if args.client_threads {
             "OS-thread"

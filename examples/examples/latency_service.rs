@@ -144,6 +144,9 @@ struct Args {
     /// With --trace, the eevdf-rt side's last round is traced (warm-up included).
     #[command(flatten)]
     trace: cli::TraceOpt,
+    /// I/O driver: auto (io_uring if the kernel allows it), uring or epoll
+    #[arg(long, default_value = "auto", value_name = "auto|uring|epoll", value_parser = cli::parse_io)]
+    io: eevdf_rt::io::IoDriver,
     /// Leave both runtimes' worker threads unpinned (by default each runtime
     /// pins worker i to the i-th allowed CPU: eevdf-rt's default, applied
     /// to tokio's workers too so that both meet the same kernel placement)
@@ -189,6 +192,7 @@ struct Plan {
     handler_nice: i32,
     batch_nice: i32,
     features: String,
+    io: eevdf_rt::io::IoDriver,
     transport: Transport,
     pin: bool,
     tick: Duration,
@@ -253,6 +257,7 @@ impl Plan {
             handler_nice,
             batch_nice,
             features: a.features.clone(),
+            io: a.io,
             transport: a.transport,
             pin: !a.no_pin,
             tick,
@@ -494,6 +499,7 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
         .pin_workers(plan.pin)
         .tick(plan.tick)
         .features(&plan.features)
+        .io_driver(plan.io)
         .build()
         .map_err(|e| e.to_string())?;
     plan.trace.start(&rt)?;

@@ -101,3 +101,11 @@ impl TraceOpt {
         Ok(())
     }
 }
+
+/// Parses `--io auto|uring|epoll` (the runtime's I/O driver); `uring` is
+/// refused here, with the kernel's reason, where io_uring is unavailable.
+pub fn parse_io(s: &str) -> Result<eevdf_rt::io::IoDriver, String> {
+    let d: eevdf_rt::io::IoDriver = s.parse().map_err(|e: eevdf_rt::Error| e.to_string())?;
+    d.resolve().map_err(|e| e.to_string())?;
+    Ok(d)
+}

@@ -1,9 +1,10 @@
 //! TCP echo round trip on loopback: one connection, 64-byte messages.
 //!
-//! * `green/2w` — client and server are green threads on a 2-worker
-//!   eevdf-rt runtime (placement decides where they run);
-//! * `green/same-worker`, `green/cross-worker` — the same, both pinned to
-//!   worker 0, or client on worker 0 and server on worker 1;
+//! * `green-{epoll,uring}/2w` — client and server are green threads on a
+//!   2-worker eevdf-rt runtime (placement decides where they run), with
+//!   each I/O driver (uring only where the kernel allows it);
+//! * `green-*/same-worker`, `green-*/cross-worker` — the same, both pinned
+//!   to worker 0, or client on worker 0 and server on worker 1;
 //! * `tokio/2w` — client and server are tasks on a 2-worker multi-thread
 //!   tokio runtime;
 //! * `os-threads` — `std::net`, blocking: the server on its own thread, the
@@ -13,6 +14,7 @@
 //! Run: `cargo bench -p eevdf-rt --bench net` (short measurement time).
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use eevdf_rt::io::IoDriver;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
@@ -28,8 +30,20 @@ fn green_echo(s: &mut eevdf_rt::net::TcpStream) {
 }
 
 /// A green client/server pair; `pins` = (client worker, server worker).
-fn bench_green(c: &mut Criterion, name: &str, pins: Option<(usize, usize)>) {
-    let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
+fn bench_green(c: &mut Criterion, driver: IoDriver, pins: Option<(usize, usize)>) {
+    let name = &format!(
+        "green-{driver}/{}",
+        match pins {
+            None => "2w",
+            Some((0, 0)) => "same-worker",
+            Some(_) => "cross-worker",
+        }
+    );
+    let rt = eevdf_rt::Builder::new()
+        .workers(2)
+        .io_driver(driver)
+        .build()
+        .unwrap();
     let l = eevdf_rt::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let mut server = eevdf_rt::task::Builder::new().name("server");
@@ -150,9 +164,16 @@ fn bench_os_threads(c: &mut Criterion) {
 }
 
 fn benches(c: &mut Criterion) {
-    bench_green(c, "green/2w", None);
-    bench_green(c, "green/same-worker", Some((0, 0)));
-    bench_green(c, "green/cross-worker", Some((0, 1)));
+    let mut drivers = vec![IoDriver::Epoll];
+    match IoDriver::Uring.resolve() {
+        Ok(_) => drivers.push(IoDriver::Uring),
+        Err(e) => println!("no io_uring benches: {e}"),
+    }
+    for d in drivers {
+        bench_green(c, d, None);
+        bench_green(c, d, Some((0, 0)));
+        bench_green(c, d, Some((0, 1)));
+    }
     bench_tokio(c);
     bench_os_threads(c);
 }

@@ -37,7 +37,7 @@
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
 //! | [`time`] | the cheap clock, timers; (public) timer futures: `sleep`, `timeout`, `interval` |
-//! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API; [`io::AsyncFd`] |
+//! | [`io`], [`net`], [`fs`] | the I/O drivers (per-worker io_uring rings, or the epoll reactor: [`io::IoDriver`]); pipes, TCP and Unix sockets with `std`'s blocking API; files that do not block the worker under io_uring; [`io::AsyncFd`] |
 //! | [`compat`] | tokio / futures-rs `AsyncRead`/`AsyncWrite`, hyper's `Executor` and `Timer` (cargo features) |
 //! | [`sync`] | green-aware Futex, Mutex, Condvar, RwLock, Barrier, Semaphore, channels |
 //! | [`Stats`] | schedstat-like counters |
@@ -57,6 +57,7 @@
 pub mod compat;
 mod context;
 pub mod error;
+pub mod fs;
 mod future;
 pub mod io;
 mod lock;

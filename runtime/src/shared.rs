@@ -37,6 +37,8 @@ pub(crate) struct Config {
     pub(crate) max_blocking_threads: usize,
     /// How long an idle blocking-pool thread lingers (`Builder::blocking_keep_alive`).
     pub(crate) blocking_keep_alive: Duration,
+    /// The resolved I/O driver (`Uring` or `Epoll`, never `Auto`).
+    pub(crate) io_driver: crate::io::IoDriver,
 }
 
 /// The runtime's shared state.
@@ -62,11 +64,16 @@ pub(crate) struct Shared {
     blocking: OnceLock<Arc<BlockingPool>>,
     /// The scheduling trace (`crate::trace`), off unless started.
     pub(crate) trace: crate::trace::Tracer,
+    /// The io_uring driver's shared part, when the runtime uses io_uring
+    /// (the rings themselves belong to the worker threads, `io::uring`).
+    pub(crate) uring: Option<crate::io::uring::Driver>,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config, features: Features, workers: Box<[Worker]>) -> Self {
         let workers_len = workers.len();
+        let uring = (config.io_driver == crate::io::IoDriver::Uring)
+            .then(|| crate::io::uring::Driver::new(workers.len()));
         Shared {
             registry: Registry::new(workers.len()),
             workers,
@@ -82,6 +89,7 @@ impl Shared {
             reactor_init: parking_lot::Mutex::new(()),
             blocking: OnceLock::new(),
             trace: crate::trace::Tracer::new(workers_len),
+            uring,
         }
     }
 

@@ -113,6 +113,10 @@ counters! {
     resched_ineligible,
     /// Shortest-slice wakeups that only shortened the running task's protection (policy).
     protection_shortened,
+    /// `io_uring_enter` calls of this worker's ring (the io_uring I/O driver).
+    io_uring_enters,
+    /// I/O operations completed through this worker's ring.
+    io_uring_completions,
 }
 
 /// Live counters of one worker (or the external row).

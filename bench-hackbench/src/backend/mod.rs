@@ -82,6 +82,8 @@ pub struct RuntimeOpts {
     pub stats: bool,
     /// Record the green runtime's scheduling trace into this file (`--trace`).
     pub trace: Option<std::path::PathBuf>,
+    /// The green backend's I/O driver (`--io`; default `auto`).
+    pub io: eevdf_rt::io::IoDriver,
 }
 
 /// One hackbench run, identical for every backend.

@@ -1,6 +1,6 @@
 //! Green-aware anonymous pipes.
 
-use crate::io::source::{would_block, Direction, Source};
+use crate::io::source::Source;
 use std::fs::File;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::os::fd::OwnedFd;
@@ -113,27 +113,24 @@ impl PipeWriter {
 
 impl Read for &PipeReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner
-            .do_io(Direction::Read, None, would_block, |r| (&*r).read(buf))
+        self.inner.read_with(buf, None, |r, b| (&*r).read(b))
     }
 
     fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-        self.inner.do_io(Direction::Read, None, would_block, |r| {
-            (&*r).read_vectored(bufs)
-        })
+        self.inner
+            .read_vectored_with(bufs, None, |r, b| (&*r).read_vectored(b))
     }
 }
 
 impl Write for &PipeWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.inner
-            .do_io(Direction::Write, None, would_block, |w| (&*w).write(buf))
+            .write_with(buf, None, false, |w, b| (&*w).write(b))
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.inner.do_io(Direction::Write, None, would_block, |w| {
-            (&*w).write_vectored(bufs)
-        })
+        self.inner
+            .write_vectored_with(bufs, None, |w, b| (&*w).write_vectored(b))
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -420,6 +420,21 @@ impl Reactor {
                 .is_ok()
     }
 
+    /// The epoll instance's fd (the io_uring driver's idle park polls it
+    /// through the ring while it holds the poller role).
+    #[inline]
+    pub(crate) fn epoll_fd(&self) -> RawFd {
+        self.epfd
+    }
+
+    /// Collects and dispatches the events epoll has now (waits for the
+    /// poll lock, never for events). For a poller that learned of
+    /// readiness some other way (the io_uring driver's idle park).
+    pub(crate) fn dispatch_now(&self) -> usize {
+        let mut st = self.state.lock();
+        self.turn(&mut st, Some(Duration::ZERO), || {})
+    }
+
     /// Gives the poller role back.
     #[inline]
     pub(crate) fn release_poller(&self) {

@@ -9,11 +9,14 @@
 //! parking.
 
 use crate::io::reactor::{self, Reactor, ScheduledIo};
+use crate::io::uring;
 use crate::shared::Shared;
 use crate::wake::waiter::{self, Waiter};
 use crate::worker::tls;
+use io_uring::{opcode, types};
 use parking_lot::Mutex;
 use std::io;
+use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -153,6 +156,182 @@ impl<T: AsRawFd> Source<T> {
             // Stay cooperative if readiness keeps flapping.
             crate::preempt_point();
         }
+    }
+}
+
+/// A buffer length as an io_uring length (a longer buffer is a short
+/// read or write, which the `Read`/`Write` contracts allow).
+fn ring_len(len: usize) -> u32 {
+    len.min(u32::MAX as usize) as u32
+}
+
+/// An iovec count as an io_uring length (`IOV_MAX` is far below it).
+fn ring_iovs(n: usize) -> u32 {
+    n.min(libc::UIO_MAXIOV as usize) as u32
+}
+
+/// The nonblocking call comes first on the ring path too: with data or
+/// buffer space at hand it completes with no park and no submission (the
+/// common case for writes, and for reads under load). Only a call that
+/// would block goes to the ring, where the kernel arms its own poll and
+/// performs the transfer itself: one completion instead of epoll's
+/// `EAGAIN` → park → `epoll_wait` → wake → retry. `Some`: done.
+fn without_blocking<R>(r: io::Result<R>) -> Option<io::Result<R>> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+        r => {
+            // A completed call is a preemption point (see `do_io`).
+            crate::preempt_point();
+            Some(r)
+        }
+    }
+}
+
+/// A ring operation's outcome as a read/write result; a timeout is
+/// `would_block()`, like the epoll path.
+fn ring_result(r: Option<Result<i32, uring::TimedOut>>) -> Option<io::Result<usize>> {
+    r.map(|r| match r {
+        Ok(res) => uring::cvt(res),
+        Err(uring::TimedOut) => Err(would_block()),
+    })
+}
+
+/// The blocking operations of streams (sockets and pipes): through the
+/// worker's io_uring when the caller is a green thread of a runtime that
+/// uses it (`io::uring`), else `do_io` with the given nonblocking call.
+///
+/// The buffers are borrowed for the whole call, and a ring operation
+/// returns only after its completion was reaped, so the kernel never
+/// writes into memory the caller got back.
+impl<T: AsRawFd> Source<T> {
+    /// One stream operation: without a ring, `do_io` with the nonblocking
+    /// call `f`; with one, `f` first, then (if it would block) the ring
+    /// operation `entry` builds, waiting for `dir` readiness with a poll
+    /// op if the kernel answers `EAGAIN`. `buf` is handed to both.
+    fn stream<B: ?Sized>(
+        &self,
+        dir: Direction,
+        timeout: Option<Duration>,
+        buf: &mut B,
+        mut f: impl FnMut(&T, &mut B) -> io::Result<usize>,
+        entry: impl Fn(types::Fd, &mut B) -> io_uring::squeue::Entry,
+    ) -> io::Result<usize> {
+        if uring::active() {
+            if let Some(r) = without_blocking(f(&self.io, buf)) {
+                return r;
+            }
+            let fd = self.io.as_raw_fd();
+            let events = match dir {
+                Direction::Read => libc::POLLIN,
+                Direction::Write => libc::POLLOUT,
+            };
+            let deadline = uring::deadline(timeout);
+            let r = uring::stream_op(fd, events, deadline, || entry(types::Fd(fd), buf));
+            if let Some(r) = ring_result(r) {
+                return r;
+            }
+        }
+        self.do_io(dir, timeout, would_block, |io| f(io, buf))
+    }
+
+    /// `read(2)` of a stream.
+    pub(crate) fn read_with(
+        &self,
+        buf: &mut [u8],
+        timeout: Option<Duration>,
+        f: impl FnMut(&T, &mut [u8]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        self.stream(Direction::Read, timeout, buf, f, |fd, b| {
+            opcode::Read::new(fd, b.as_mut_ptr(), ring_len(b.len()))
+                .offset(u64::MAX)
+                .build()
+        })
+    }
+
+    /// `readv(2)` of a stream.
+    pub(crate) fn read_vectored_with(
+        &self,
+        bufs: &mut [IoSliceMut<'_>],
+        timeout: Option<Duration>,
+        f: impl FnMut(&T, &mut [IoSliceMut<'_>]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        // `IoSliceMut` is ABI-compatible with `iovec` on Unix.
+        self.stream(Direction::Read, timeout, bufs, f, |fd, b| {
+            opcode::Readv::new(fd, b.as_ptr() as *const libc::iovec, ring_iovs(b.len()))
+                .offset(u64::MAX)
+                .build()
+        })
+    }
+
+    /// `write(2)` of a stream; `socket` sends with `MSG_NOSIGNAL` (a closed
+    /// peer is `EPIPE`, never `SIGPIPE`, as with std's sockets).
+    pub(crate) fn write_with(
+        &self,
+        mut buf: &[u8],
+        timeout: Option<Duration>,
+        socket: bool,
+        mut f: impl FnMut(&T, &[u8]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        let g = |io: &T, b: &mut &[u8]| f(io, b);
+        self.stream(Direction::Write, timeout, &mut buf, g, |fd, b| {
+            let (ptr, len) = (b.as_ptr(), ring_len(b.len()));
+            if socket {
+                opcode::Send::new(fd, ptr, len)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+            } else {
+                opcode::Write::new(fd, ptr, len).offset(u64::MAX).build()
+            }
+        })
+    }
+
+    /// `writev(2)` of a stream.
+    pub(crate) fn write_vectored_with(
+        &self,
+        mut bufs: &[IoSlice<'_>],
+        timeout: Option<Duration>,
+        mut f: impl FnMut(&T, &[IoSlice<'_>]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        let g = |io: &T, b: &mut &[IoSlice<'_>]| f(io, b);
+        // `IoSlice` is ABI-compatible with `iovec` on Unix.
+        self.stream(Direction::Write, timeout, &mut bufs, g, |fd, b| {
+            opcode::Writev::new(fd, b.as_ptr() as *const libc::iovec, ring_iovs(b.len()))
+                .offset(u64::MAX)
+                .build()
+        })
+    }
+
+    /// `accept4(2)` through the ring: the new descriptor (nonblocking,
+    /// close-on-exec) and the peer's raw address. `None`: use the epoll
+    /// path.
+    pub(crate) fn ring_accept(
+        &self,
+    ) -> Option<io::Result<(std::os::fd::OwnedFd, libc::sockaddr_storage)>> {
+        if !uring::active() {
+            return None;
+        }
+        let fd = self.io.as_raw_fd();
+        // SAFETY: all-zero bytes are a valid sockaddr_storage.
+        let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let (ap, lp) = (
+            &mut addr as *mut libc::sockaddr_storage as *mut libc::sockaddr,
+            &mut len as *mut libc::socklen_t,
+        );
+        let r = uring::stream_op(fd, libc::POLLIN, None, || {
+            opcode::Accept::new(types::Fd(fd), ap, lp)
+                .flags(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+                .build()
+        });
+        let r = ring_result(r)?;
+        Some(r.map(|newfd| {
+            // SAFETY: a successful accept returned a new descriptor that
+            // nothing else owns.
+            let owned = unsafe {
+                <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(newfd as RawFd)
+            };
+            (owned, addr)
+        }))
     }
 }
 

@@ -52,7 +52,70 @@ pub use tcp::{Incoming, TcpListener, TcpStream};
 pub use unix::{UnixIncoming, UnixListener, UnixStream};
 
 use std::io;
+use std::net::SocketAddr;
 use std::time::Duration;
+
+/// `addr` as a C socket address, for io_uring's connect.
+pub(crate) fn to_sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero bytes are a valid sockaddr_storage.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write(&mut st as *mut _ as *mut libc::sockaddr_in, sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { std::ptr::write(&mut st as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (st, len as libc::socklen_t)
+}
+
+/// A C socket address (from io_uring's accept) as a `SocketAddr`.
+pub(crate) fn from_sockaddr(st: &libc::sockaddr_storage) -> io::Result<SocketAddr> {
+    match st.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a = unsafe { &*(st as *const _ as *const libc::sockaddr_in) };
+            let ip = std::net::Ipv4Addr::from(a.sin_addr.s_addr.to_ne_bytes());
+            Ok(SocketAddr::from((ip, u16::from_be(a.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a = unsafe { &*(st as *const _ as *const libc::sockaddr_in6) };
+            Ok(SocketAddr::V6(std::net::SocketAddrV6::new(
+                std::net::Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        f => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("accept returned an address of family {f}"),
+        )),
+    }
+}
 
 /// The error of a connect timeout (`ErrorKind::TimedOut`, like std's
 /// `connect_timeout`).

@@ -2,9 +2,12 @@
 
 use super::{connect_timed_out, Timeout};
 use crate::io::source::{would_block, Direction, Source};
+use crate::io::uring;
+use io_uring::{opcode, types};
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::AsFd;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::Duration;
 
 const INTEREST: mio::Interest = mio::Interest::READABLE.add(mio::Interest::WRITABLE);
@@ -84,6 +87,11 @@ impl TcpListener {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        if let Some(r) = self.inner.ring_accept() {
+            let (fd, addr) = r?;
+            let s = TcpStream::with_timeouts(std::net::TcpStream::from(fd), None, None);
+            return Ok((s, super::from_sockaddr(&addr)?));
+        }
         let (s, addr) = self
             .inner
             .do_io(Direction::Read, None, would_block, |l| l.accept())?;
@@ -244,10 +252,58 @@ impl TcpStream {
     }
 
     fn connect_addr(addr: SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
+        if uring::active() {
+            if let Some(r) = TcpStream::ring_connect(addr, timeout) {
+                return r;
+            }
+        }
         let s = TcpStream::from_mio(mio::net::TcpStream::connect(addr)?);
         s.inner
             .do_io(Direction::Write, timeout, connect_timed_out, connected)?;
         Ok(s)
+    }
+
+    /// `connect(2)` through the worker's io_uring (`None`: no ring, use
+    /// the epoll path).
+    fn ring_connect(addr: SocketAddr, timeout: Option<Duration>) -> Option<io::Result<TcpStream>> {
+        let domain = if addr.is_ipv4() {
+            libc::AF_INET
+        } else {
+            libc::AF_INET6
+        };
+        let flags = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        // SAFETY: socket(2) takes no pointers.
+        let fd = unsafe { libc::socket(domain, flags, 0) };
+        if fd < 0 {
+            return Some(Err(io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` is a new descriptor nothing else owns.
+        let s = std::net::TcpStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let (sa, len) = super::to_sockaddr(&addr);
+        let deadline = uring::deadline(timeout);
+        let sa_ptr = &sa as *const libc::sockaddr_storage as *const libc::sockaddr;
+        let op = opcode::Connect::new(types::Fd(fd), sa_ptr, len).build();
+        // SAFETY: `sa` lives on this frame until `submit` returns, which is
+        // after the completion.
+        let res = match unsafe { uring::submit(op, deadline) }? {
+            Err(uring::TimedOut) => return Some(Err(connect_timed_out())),
+            Ok(res) => res,
+        };
+        let r = match -res {
+            0 | libc::EISCONN => Ok(()),
+            libc::EINPROGRESS | libc::EALREADY | libc::EAGAIN => {
+                // Still connecting (a kernel that did not wait): wait until
+                // writable through the ring, then ask the socket.
+                let poll = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32).build();
+                // SAFETY: a poll points to no memory.
+                match unsafe { uring::submit(poll, deadline) }? {
+                    Err(uring::TimedOut) => Err(connect_timed_out()),
+                    Ok(_) => connected(&s),
+                }
+            }
+            e => Err(io::Error::from_raw_os_error(e)),
+        };
+        Some(r.map(|()| TcpStream::with_timeouts(s, None, None)))
     }
 
     /// Connects to `addr` (each resolved address in turn, like std),
@@ -479,36 +535,26 @@ impl TcpStream {
 impl Read for &TcpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner
-            .do_io(Direction::Read, self.read_timeout.get(), would_block, |s| {
-                (&*s).read(buf)
-            })
+            .read_with(buf, self.read_timeout.get(), |s, b| (&*s).read(b))
     }
 
     fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
         self.inner
-            .do_io(Direction::Read, self.read_timeout.get(), would_block, |s| {
-                (&*s).read_vectored(bufs)
-            })
+            .read_vectored_with(bufs, self.read_timeout.get(), |s, b| (&*s).read_vectored(b))
     }
 }
 
 impl Write for &TcpStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.do_io(
-            Direction::Write,
-            self.write_timeout.get(),
-            would_block,
-            |s| (&*s).write(buf),
-        )
+        self.inner
+            .write_with(buf, self.write_timeout.get(), true, |s, b| (&*s).write(b))
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.inner.do_io(
-            Direction::Write,
-            self.write_timeout.get(),
-            would_block,
-            |s| (&*s).write_vectored(bufs),
-        )
+        self.inner
+            .write_vectored_with(bufs, self.write_timeout.get(), |s, b| {
+                (&*s).write_vectored(b)
+            })
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -89,6 +89,13 @@ impl UnixListener {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
+        if let Some(r) = self.inner.ring_accept() {
+            // The peer's address is asked of the new socket (std's unix
+            // `SocketAddr` cannot be built from raw bytes).
+            let s = std::os::unix::net::UnixStream::from(r?.0);
+            let addr = s.peer_addr()?;
+            return Ok((UnixStream::new(s, None, None), addr));
+        }
         let (s, addr) = self
             .inner
             .do_io(Direction::Read, None, would_block, |l| l.accept())?;
@@ -330,36 +337,26 @@ impl UnixStream {
 impl Read for &UnixStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner
-            .do_io(Direction::Read, self.read_timeout.get(), would_block, |s| {
-                (&*s).read(buf)
-            })
+            .read_with(buf, self.read_timeout.get(), |s, b| (&*s).read(b))
     }
 
     fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
         self.inner
-            .do_io(Direction::Read, self.read_timeout.get(), would_block, |s| {
-                (&*s).read_vectored(bufs)
-            })
+            .read_vectored_with(bufs, self.read_timeout.get(), |s, b| (&*s).read_vectored(b))
     }
 }
 
 impl Write for &UnixStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.do_io(
-            Direction::Write,
-            self.write_timeout.get(),
-            would_block,
-            |s| (&*s).write(buf),
-        )
+        self.inner
+            .write_with(buf, self.write_timeout.get(), true, |s, b| (&*s).write(b))
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.inner.do_io(
-            Direction::Write,
-            self.write_timeout.get(),
-            would_block,
-            |s| (&*s).write_vectored(bufs),
-        )
+        self.inner
+            .write_vectored_with(bufs, self.write_timeout.get(), |s, b| {
+                (&*s).write_vectored(b)
+            })
     }
 
     fn flush(&mut self) -> io::Result<()> {

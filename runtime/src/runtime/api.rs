@@ -78,6 +78,10 @@ pub fn preempt_point() {
         let w = &sh.workers[i];
         if w.flags() != 0 || w.event_due(clock::now()) {
             preempt_slow();
+        } else if sh.uring.is_some() {
+            // I/O hook (io_uring driver): completions that arrived while
+            // this green thread ran are delivered now, not at the next tick.
+            crate::io::uring::at_preempt_point(sh);
         }
     }
 }

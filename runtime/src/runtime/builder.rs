@@ -50,6 +50,7 @@ pub struct Builder {
     guard_regions: bool,
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
+    io_driver: crate::io::IoDriver,
 }
 
 impl Default for Builder {
@@ -69,6 +70,7 @@ impl Default for Builder {
             guard_regions: true,
             max_blocking_threads: blocking::DEFAULT_MAX_THREADS,
             blocking_keep_alive: blocking::DEFAULT_KEEP_ALIVE,
+            io_driver: crate::io::IoDriver::Auto,
         }
     }
 }
@@ -200,6 +202,23 @@ impl Builder {
         self
     }
 
+    /// The kernel interface green threads use for I/O (default
+    /// [`IoDriver::Auto`](crate::io::IoDriver::Auto): io_uring where the
+    /// kernel allows it, else epoll). Asking for
+    /// [`IoDriver::Uring`](crate::io::IoDriver::Uring) where io_uring is
+    /// unavailable makes [`build`](Self::build) fail with the kernel's
+    /// reason. [`Runtime::io_driver`] says which driver a runtime uses.
+    ///
+    /// ```
+    /// use eevdf_rt::io::IoDriver;
+    /// let rt = eevdf_rt::Builder::new().workers(1).io_driver(IoDriver::Auto).build().unwrap();
+    /// assert_ne!(rt.io_driver(), IoDriver::Auto);
+    /// ```
+    pub fn io_driver(mut self, driver: crate::io::IoDriver) -> Self {
+        self.io_driver = driver;
+        self
+    }
+
     /// Validates the configuration and starts the runtime.
     pub fn build(self) -> Result<Runtime, Error> {
         // Choose and calibrate the clock now, not on the first switch.
@@ -266,6 +285,7 @@ impl Builder {
         for spec in &self.features {
             features.apply(spec)?;
         }
+        let io_driver = self.io_driver.resolve()?;
         let config = Config {
             pin_workers: self.pin_workers,
             stack_size: self.stack_size,
@@ -283,6 +303,7 @@ impl Builder {
             },
             max_blocking_threads: self.max_blocking_threads,
             blocking_keep_alive: self.blocking_keep_alive,
+            io_driver,
         };
         let params = Params {
             base_slice,

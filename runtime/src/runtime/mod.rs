@@ -90,6 +90,18 @@ impl Runtime {
         crate::time::clock::source()
     }
 
+    /// The I/O driver this runtime's green threads use: `Uring` or `Epoll`
+    /// ([`Builder::io_driver`] resolved; never `Auto`).
+    ///
+    /// ```
+    /// let rt = eevdf_rt::Builder::new().workers(1).build()?;
+    /// println!("I/O through {}", rt.io_driver());
+    /// # Ok::<(), eevdf_rt::Error>(())
+    /// ```
+    pub fn io_driver(&self) -> crate::io::IoDriver {
+        self.shared.config.io_driver
+    }
+
     /// Runs `f` as a green thread and blocks the calling OS thread until it
     /// returns; a panic in `f` resumes on the caller.
     ///

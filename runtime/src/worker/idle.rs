@@ -102,6 +102,14 @@ impl IdleState {
         self.word.store(RUNNING, Ordering::Release);
     }
 
+    /// The futex word itself, for the io_uring driver's idle park (an
+    /// `IORING_OP_FUTEX_WAIT` on it stands in for [`park`](Self::park)'s
+    /// `futex_wait`; see `io::uring`).
+    #[cfg(not(loom))]
+    pub(crate) fn futex_word(&self) -> &AtomicU32 {
+        &self.word
+    }
+
     /// Hands over the reactor's waker (`io::reactor::get_or_init`).
     pub(crate) fn set_reactor_waker(&self, waker: Arc<mio::Waker>) {
         let _ = self.reactor_waker.set(waker);

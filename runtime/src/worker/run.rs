@@ -82,6 +82,8 @@ pub(crate) fn worker_main(shared: Arc<Shared>, index: usize) {
 /// Chooses the next task to run, or `None` at shutdown.
 fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     let mut now = clock::now();
+    // I/O hook (io_uring driver): submit the due batch, reap completions.
+    crate::io::uring::at_switch(sh, now);
     if w.next_timer.load(Ordering::Relaxed) <= now {
         fire_timers(w, now, &mut local.expired);
     }
@@ -286,6 +288,8 @@ pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) {
     }
     d.next_poll
         .store(now + BUSY_POLL_INTERVAL, Ordering::Relaxed);
+    // io_uring: submit what is queued and reap this worker's ring.
+    crate::io::uring::at_tick(sh);
     if let Some(r) = crate::io::reactor::get(sh) {
         r.poll_now();
     }
@@ -319,8 +323,9 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
     // I/O (crate::io): the reactor, if this runtime has one yet.
     let reactor = crate::io::reactor::get(sh);
     let spin = sh.config.idle_spin.as_nanos() as u64;
-    let mut found = false;
-    if spin > 0 {
+    // I/O hook (io_uring driver): submit everything queued, reap.
+    let mut found = crate::io::uring::idle_poll(sh);
+    if spin > 0 && !found {
         let start = clock::now();
         let mut iter: u32 = 0;
         loop {
@@ -355,6 +360,11 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
                 if let Some(r) = reactor {
                     r.poll_now();
                 }
+                // I/O hook (io_uring driver): the same for this worker's ring.
+                if crate::io::uring::idle_poll(sh) {
+                    found = true;
+                    break;
+                }
             }
             std::hint::spin_loop();
         }
@@ -364,8 +374,11 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
             sh.idle_mask.insert(w.index);
             in_mask = true;
         }
-        // I/O: one idle worker parks in the reactor instead of its futex.
-        if let Some(r) = reactor.filter(|r| r.try_claim_poller()) {
+        // I/O hook (io_uring driver): a worker with a ring parks in it.
+        if crate::io::uring::park_idle(sh, w, park_timeout(w)) {
+            // Parked and back (io::uring).
+        } else if let Some(r) = reactor.filter(|r| r.try_claim_poller()) {
+            // I/O: one idle worker parks in the reactor instead of its futex.
             park_in_reactor(sh, w, r);
         } else {
             park_on_futex(sh, w);

@@ -74,7 +74,8 @@ pub fn describe_features(spec: Option<&str>) -> String {
 pub fn build_runtime(opts: &RuntimeOpts, extra: Option<&str>) -> Result<Runtime, BenchError> {
     let mut b = eevdf_rt::Builder::new()
         .workers(opts.workers)
-        .thread_name("hackbench");
+        .thread_name("hackbench")
+        .io_driver(opts.io);
     if let Some(f) = feature_spec(opts, extra) {
         b = b.features(&f);
     }
@@ -157,6 +158,7 @@ mod tests {
             features: features.map(str::to_string),
             stats: false,
             trace: None,
+            io: eevdf_rt::io::IoDriver::Auto,
         }
     }
 

@@ -146,6 +146,7 @@ mod tests {
             features: None,
             stats: false,
             trace: None,
+            io: eevdf_rt::io::IoDriver::Auto,
         };
         let v = placement_variants(&o);
         assert_eq!(v.len(), 2);

@@ -66,19 +66,22 @@ fn wakeups_and_migrations_are_counted() {
         let rt = Builder::new().workers(2).build().unwrap();
         let h = rt.spawn(|| {
             for _ in 0..20 {
-                eevdf_rt::sleep(Duration::from_micros(200));
+                eevdf_rt::sleep(Duration::from_millis(2));
             }
         });
         let task = h.task().clone();
         h.join().unwrap();
         let st = task.stats();
-        assert_eq!(st.wakeups, 20, "{st:?}");
-        assert!(st.switches >= 20, "{st:?}");
+        // A sleep whose deadline has passed before it parks (the worker's
+        // OS thread preempted on a loaded machine) does not block; so up to
+        // 20 wakeups, and nearly all of them.
+        assert!((15..=20).contains(&st.wakeups), "{st:?}");
+        assert!(st.switches >= st.wakeups, "{st:?}");
         assert_eq!(st.preemptions, 0, "{st:?}");
         assert!(st.migrations <= st.wakeups);
-        // Sleeping is neither running nor waiting.
+        // Sleeping (40 ms) is neither running nor waiting.
         assert!(
-            st.run_time + st.wait_time < Duration::from_millis(4),
+            st.run_time + st.wait_time < Duration::from_millis(20),
             "{st:?}"
         );
     });
@@ -124,7 +127,7 @@ fn set_nice_and_slice_of_another_task_on_another_worker() {
 fn an_idle_policy_task_gets_little_next_to_a_normal_one() {
     with_timeout(30, "idle policy", || {
         let rt = Builder::new().workers(1).build().unwrap();
-        let until = Instant::now() + Duration::from_millis(300);
+        let until = Instant::now() + Duration::from_millis(500);
         let spawn = |policy| {
             eevdf_rt::task::Builder::new()
                 .policy(policy)
@@ -137,9 +140,10 @@ fn an_idle_policy_task_gets_little_next_to_a_normal_one() {
         let (n, i) = (spawn(Policy::Normal), spawn(Policy::Idle));
         let (sn, si) = (n.join().unwrap(), i.join().unwrap());
         assert_eq!((si.policy, si.weight), (Policy::Idle, 3));
-        // Weight 3 against 1024: well under 5% of the CPU.
+        // Weight 3 against 1024 is 0.3% of the CPU; 10% leaves room for a
+        // first slice and for ticks delayed on a loaded machine.
         assert!(
-            si.run_time.as_secs_f64() < 0.05 * (sn.run_time + si.run_time).as_secs_f64(),
+            si.run_time.as_secs_f64() < 0.10 * (sn.run_time + si.run_time).as_secs_f64(),
             "{sn:?} {si:?}"
         );
         let b = eevdf_rt::task::Builder::new()

@@ -5,7 +5,7 @@
 #
 #   scripts/measure.sh            # everything (about 25 minutes on 2 vCPUs)
 #   scripts/measure.sh schbench   # one part: schbench | features | hackbench | latency | spawn |
-#                                 #   examples | pairs | validate | ticker | criterion
+#                                 #   examples | pairs | validate | unprivileged | criterion
 #
 # scripts/summarize.py results/<date> prints the medians as Markdown tables.
 set -euo pipefail
@@ -127,17 +127,14 @@ if [[ $part == all || $part == validate ]]; then
   fi
 fi
 
-if [[ $part == all || $part == ticker ]]; then
-  # The ticker's priority (Builder::ticker_nice), interleaved pairs: readiness
-  # over TCP to handlers on two busy workers.
-  : > "$out/ticker-nice-tcp.txt"
-  for r in $(seq 1 $runs); do
-    for n in 0 -10; do
-      echo "== latency_service --transport tcp --ticker-nice $n (run $r)"
-      echo "run $r --ticker-nice $n: $(target/release/examples/latency_service --transport tcp --runtime green \
-          --ticker-nice $n 2>&1 | grep -E 'latency p50|latency p99 |latency p99.9|OS wait' | tr -s ' ' | tr '\n' '|')" \
-        >> "$out/ticker-nice-tcp.txt"
-    done
+if [[ $part == all || $part == unprivileged ]]; then
+  # latency_service as an unprivileged user (no CAP_SYS_NICE), both
+  # transports, eevdf-rt beside tokio in each round.
+  for t in channel tcp; do
+    echo "== latency_service --transport $t (unprivileged)"
+    setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice \
+      target/release/examples/latency_service --workers 2 --transport "$t" --rounds "$runs" \
+      > "$out/latency-service-unprivileged-$t.txt" 2>&1
   done
 fi
 

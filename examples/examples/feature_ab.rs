@@ -35,10 +35,9 @@
 //! kernel does (`wakeups_remote_inline` up by about the `delayed_wakeups`
 //! rate); `NO_TTWU_QUEUE` — every remote wake is inline
 //! (`wakeups_remote_queued` → 0); `NO_RUN_TO_PARITY` — the hogs are
-//! preempted more often (`preemptions` up). The `workers' OS wait` and
-//! `ticker thread CPU` rows show how much the kernel delayed the workers
-//! and what the runtime's ticker thread (which delivers the sleepers'
-//! timers on busy workers) cost.
+//! preempted more often (`preemptions` up). The `workers' OS wait` row
+//! shows how much the kernel delayed the workers (the runtime has no other
+//! thread: busy workers fire the sleepers' timers themselves).
 //!
 //! Each set runs on a fresh runtime (so counters start at zero and no
 //! delayed state leaks from one set into the next); with `--rounds N` the
@@ -166,8 +165,8 @@ fn counter(s: &WorkerStats, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Name prefix of the runtime's threads: workers are `fab-wN`, the ticker
-/// `fab-tick` (for their kernel run-queue wait and CPU time).
+/// Name prefix of the runtime's threads: workers are `fab-wN` (for their
+/// kernel run-queue wait).
 const THREADS: &str = "fab";
 
 /// Phases of a run, read by every task.
@@ -186,8 +185,6 @@ struct Measured {
     stats: WorkerStats,
     /// Kernel run-queue wait of the worker threads in the window.
     os_wait: Option<Duration>,
-    /// CPU time of the runtime's ticker thread in the window.
-    ticker_cpu: Option<Duration>,
     workers: usize,
 }
 
@@ -200,7 +197,6 @@ impl Measured {
         self.sleep_late.add(&o.sleep_late).expect("same bounds");
         self.stats.add(&o.stats);
         self.os_wait = self.os_wait.zip(o.os_wait).map(|(a, b)| a + b);
-        self.ticker_cpu = self.ticker_cpu.zip(o.ticker_cpu).map(|(a, b)| a + b);
     }
 }
 
@@ -335,13 +331,11 @@ fn run_set(set: &Set, mix: &Mix) -> Result<Measured, String> {
     std::thread::sleep(mix.warmup);
     let (t0, s0, r0, u0) = (Instant::now(), rt.stats(), trips.sum(), units.sum());
     let d0 = os::threads_run_delay(&format!("{THREADS}-w"));
-    let k0 = os::threads_cpu_time(&format!("{THREADS}-tick"));
     phase.store(MEASURE, Ordering::Relaxed);
     std::thread::sleep(mix.duration);
     phase.store(STOP, Ordering::Relaxed);
     let (t1, s1, r1, u1) = (Instant::now(), rt.stats(), trips.sum(), units.sum());
     let d1 = os::threads_run_delay(&format!("{THREADS}-w"));
-    let k1 = os::threads_cpu_time(&format!("{THREADS}-tick"));
 
     // Release every pair (each side sees STOP when it wakes).
     for p in &pairs {
@@ -368,7 +362,6 @@ fn run_set(set: &Set, mix: &Mix) -> Result<Measured, String> {
         sleep_late: hist::merge(&lates),
         stats: s1.since(&s0).total(),
         os_wait: d0.zip(d1).map(|(a, b)| b.saturating_sub(a)),
-        ticker_cpu: k0.zip(k1).map(|(a, b)| b.saturating_sub(a)),
     })
 }
 
@@ -476,10 +469,6 @@ fn print_table(sets: &[Set], results: &[Measured]) {
             "{:.1}%",
             100.0 * d.as_secs_f64() / (r.window.as_secs_f64() * r.workers as f64)
         ),
-        None => "-".into(),
-    });
-    row("ticker thread CPU", &|r| match r.ticker_cpu {
-        Some(d) => format!("{:.1}%", 100.0 * d.as_secs_f64() / r.window.as_secs_f64()),
         None => "-".into(),
     });
     println!("counters per second:");

@@ -75,10 +75,9 @@
 //! **Transport.** `--transport tcp` sends the requests over one loopback
 //! TCP connection per handler instead, through each runtime's I/O
 //! reactor. tokio's workers poll their I/O driver whenever they run out of
-//! local work (once per round here); eevdf-rt's busy workers never poll
-//! the reactor themselves — under full load the ticker thread polls it
-//! once per tick (1 ms) — so a request waits for the next tick before its
-//! handler is even woken. `--tick-us 100` shortens that wait.
+//! local work (once per round here); eevdf-rt's busy workers poll the
+//! reactor themselves at their preemption points, at most every 50 µs,
+//! and an idle worker blocks in it.
 
 use clap::{Parser, ValueEnum};
 use eevdf_rt::sched::Features;
@@ -126,14 +125,9 @@ struct Args {
     /// eevdf-rt: the handlers' nice level (-20 ..= 19)
     #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
     handler_nice: i32,
-    /// eevdf-rt: the preemption tick in µs (100 ..= 1000000); under full load
-    /// the I/O reactor is also polled once per tick
+    /// eevdf-rt: the preemption tick in µs (100 ..= 1000000)
     #[arg(long, default_value_t = 1000)]
     tick_us: u64,
-    /// eevdf-rt: the nice level its ticker thread asks for (-20 ..= 19; 0:
-    /// the process's level). Needs CAP_SYS_NICE or RLIMIT_NICE to raise
-    #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
-    ticker_nice: i32,
     /// CPU-bound batch jobs [default: 4 per worker]
     #[arg(long)]
     batch_jobs: Option<usize>,
@@ -194,7 +188,6 @@ struct Plan {
     transport: Transport,
     pin: bool,
     tick: Duration,
-    ticker_nice: i32,
 }
 
 impl Plan {
@@ -239,7 +232,6 @@ impl Plan {
         let batch_nice = cli::check_range("--batch-nice", a.batch_nice, -20..=19)?;
         let tick =
             Duration::from_micros(cli::check_range("--tick-us", a.tick_us, 100..=1_000_000)?);
-        let ticker_nice = cli::check_range("--ticker-nice", a.ticker_nice, -20..=19)?;
         Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
         let cal = Calibration::measure();
         Ok(Plan {
@@ -258,7 +250,6 @@ impl Plan {
             transport: a.transport,
             pin: !a.no_pin,
             tick,
-            ticker_nice,
         })
     }
 }
@@ -352,7 +343,7 @@ impl Outcome {
     }
 
     /// Share of the workers' time spent runnable but waiting for a CPU in
-    /// the kernel (other processes, the generator, the ticker): host noise.
+    /// the kernel (other processes, the generator): host noise.
     fn os_wait(&self) -> f64 {
         self.run_delay.map_or(f64::NAN, |d| {
             d.as_secs_f64() / (self.window.as_secs_f64() * self.workers as f64)
@@ -428,8 +419,8 @@ fn generate(
 }
 
 /// Name prefixes of each runtime's threads (for their kernel run-queue
-/// wait): eevdf-rt names its workers `ls-green-wN` (and its ticker
-/// `ls-green-tick`); every tokio thread here is a worker.
+/// wait): eevdf-rt names its workers `ls-green-wN` (it has no other
+/// thread); every tokio thread here is a worker.
 const GREEN_THREADS: &str = "ls-green";
 const TOKIO_THREADS: &str = "ls-tokio";
 
@@ -495,7 +486,6 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
         .thread_name(GREEN_THREADS)
         .pin_workers(plan.pin)
         .tick(plan.tick)
-        .ticker_nice(plan.ticker_nice)
         .features(&plan.features)
         .build()
         .map_err(|e| e.to_string())?;
@@ -802,13 +792,12 @@ fn print_header(args: &Args, plan: &Plan) {
         println!("  warning: requests alone need more CPU than the workers have; latency will grow without bound");
     }
     println!(
-        "  eevdf-rt: handlers slice {}, nice {}; batch nice {}, preempt_point() between units; tick {} µs (ticker nice {}); features {}",
+        "  eevdf-rt: handlers slice {}, nice {}; batch nice {}, preempt_point() between units; tick {} µs; features {}",
         plan.handler_slice
             .map_or("base".to_string(), |s| format!("{} µs", s.as_micros())),
         plan.handler_nice,
         plan.batch_nice,
         plan.tick.as_micros(),
-        plan.ticker_nice,
         Features::parse(&plan.features)
             .map(|f| f.diff_from_default())
             .unwrap_or_default(),

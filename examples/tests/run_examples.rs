@@ -192,7 +192,6 @@ fn latency_service() {
     );
     run_bad("latency_service", &["--features", "NO_SUCH_FEATURE"]);
     run_bad("latency_service", &["--tick-us", "10"]);
-    run_bad("latency_service", &["--ticker-nice", "30"]);
     run_bad("latency_service", &["--transport", "carrier-pigeon"]);
     run_bad("latency_service", &["--rate", "abc"]);
     run_bad("latency_service", &["--handler-slice-us", "5"]);

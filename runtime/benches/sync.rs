@@ -8,7 +8,8 @@
 //!
 //! * `channel_ping_pong`: one message there and back (a round trip) between
 //!   two parties blocked in `recv`: green threads on two workers (pinned
-//!   one per worker) and on one worker (both pinned to worker 0);
+//!   one per worker), on one worker (both pinned to worker 0), and on two
+//!   workers unpinned (the runtime places them: WA_SYNC keeps them on one);
 //!   `std::sync::mpsc` between OS threads; tokio mpsc on a current_thread
 //!   runtime and on a 2-worker multi_thread runtime. All channels have
 //!   capacity 1.
@@ -35,19 +36,29 @@ fn green_rt() -> eevdf_rt::Runtime {
     eevdf_rt::Builder::new().workers(2).build().unwrap()
 }
 
+/// Spawns `f` pinned to `worker`, or placed by the runtime (`None`).
 fn spawn_pinned<T: Send + 'static>(
     rt: &eevdf_rt::Runtime,
-    worker: usize,
+    worker: Option<usize>,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> eevdf_rt::JoinHandle<T> {
-    eevdf_rt::task::Builder::new()
-        .pin(worker)
-        .spawn_on(rt, f)
-        .unwrap()
+    let b = eevdf_rt::task::Builder::new();
+    match worker {
+        Some(w) => b.pin(w),
+        None => b,
+    }
+    .spawn_on(rt, f)
+    .unwrap()
 }
 
-/// `iters` round trips between two green threads pinned to `a` and `b`.
-fn green_ping_pong(rt: &eevdf_rt::Runtime, a: usize, b: usize, iters: u64) -> Duration {
+/// `iters` round trips between two green threads pinned to `a` and `b`
+/// (`None`: unpinned, the runtime places them).
+fn green_ping_pong(
+    rt: &eevdf_rt::Runtime,
+    a: Option<usize>,
+    b: Option<usize>,
+    iters: u64,
+) -> Duration {
     let (to_echo, echo_rx) = channel::bounded::<u64>(1);
     let (echo_tx, from_echo) = channel::bounded::<u64>(1);
     let echo = spawn_pinned(rt, b, move || {
@@ -76,10 +87,13 @@ fn channel_ping_pong(c: &mut Criterion) {
     let mut g = c.benchmark_group("channel_ping_pong");
     let rt = green_rt();
     g.bench_function("green_2_workers", |b| {
-        b.iter_custom(|iters| green_ping_pong(&rt, 0, 1, iters))
+        b.iter_custom(|iters| green_ping_pong(&rt, Some(0), Some(1), iters))
     });
     g.bench_function("green_same_worker", |b| {
-        b.iter_custom(|iters| green_ping_pong(&rt, 0, 0, iters))
+        b.iter_custom(|iters| green_ping_pong(&rt, Some(0), Some(0), iters))
+    });
+    g.bench_function("green_2_workers_unpinned", |b| {
+        b.iter_custom(|iters| green_ping_pong(&rt, None, None, iters))
     });
     g.bench_function("std_mpsc_os_threads", |b| {
         b.iter_custom(|iters| {
@@ -194,7 +208,10 @@ fn futex_round_trips(
 fn futex_ping_pong(c: &mut Criterion) {
     let mut g = c.benchmark_group("futex_ping_pong");
     let rt = green_rt();
-    for (name, a, b) in [("green_2_workers", 0, 1), ("green_same_worker", 0, 0)] {
+    for (name, a, b) in [
+        ("green_2_workers", Some(0), Some(1)),
+        ("green_same_worker", Some(0), Some(0)),
+    ] {
         let rt = &rt;
         g.bench_function(name, |bn| {
             bn.iter_custom(|iters| {

@@ -36,7 +36,7 @@
 //! | `task` | the task control block and its wake-protocol state |
 //! | `worker` | worker threads, run queues, wakelists, idle/park, the switch path |
 //! | `wake` | try-to-wake-up, placement, newidle balance |
-//! | `time` | the clock, timers, the ticker |
+//! | `time` | the cheap clock, timers |
 //! | [`io`], [`net`] | the epoll reactor; pipes, TCP and Unix sockets with `std`'s blocking API |
 //! | [`sync`] | green-aware Futex, Mutex, Condvar, RwLock, Barrier, Semaphore, channels |
 //! | [`Stats`] | schedstat-like counters |
@@ -50,6 +50,7 @@
 //! * Closures are `Send + 'static`, like `std::thread::spawn`.
 //! * Linux only.
 #![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 #![cfg(target_os = "linux")]
 
 mod context;
@@ -57,10 +58,12 @@ pub mod error;
 mod future;
 pub mod io;
 mod lock;
+mod lockfree;
 mod loom;
 pub mod net;
 mod runtime;
 pub mod sched;
+mod shared;
 mod stats;
 pub mod sync;
 mod sys;

@@ -4,30 +4,11 @@
 //! the allowed crates. Must not: grow; prefer crates with safe APIs.
 
 /// Sets the calling thread's timer slack to 1 ns, so its futex timeouts
-/// (timers, the ticker) fire when asked instead of up to 50 µs late.
+/// (timers of a parked worker) fire when asked instead of up to 50 µs late.
 pub(crate) fn set_min_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes one integer argument and only affects
     // the calling thread; the unused arguments must be zero.
     let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-}
-
-/// Asks for nice level `nice` for the calling thread (on Linux a nice
-/// level is per thread) and returns the level it runs at afterwards:
-/// `nice` if the kernel agreed, the old level if not (raising a thread's
-/// priority needs `CAP_SYS_NICE` or a high enough `RLIMIT_NICE`).
-pub(crate) fn set_thread_nice(nice: i32) -> i32 {
-    // SAFETY: setpriority takes no memory arguments; on Linux, who = 0 with
-    // PRIO_PROCESS names the calling thread. A failure (EACCES/EPERM)
-    // leaves the level unchanged, which `thread_nice` then reports.
-    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
-    thread_nice()
-}
-
-/// The calling thread's nice level.
-pub(crate) fn thread_nice() -> i32 {
-    // SAFETY: getpriority takes no memory arguments; on Linux, who = 0 with
-    // PRIO_PROCESS names the calling thread.
-    unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
 }
 
 /// Futex wait and wake on a process-private word (linux-futex).
@@ -69,6 +50,28 @@ pub(crate) fn monotonic_ns() -> u64 {
     // exists on Linux, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The time-stamp counter (`rdtsc`); 0 where there is none (callers check
+/// [`has_tsc`] first).
+#[inline]
+pub(crate) fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `rdtsc` has no memory operands and is available on every
+        // x86-64 CPU; it only reads the counter (not serialising: the
+        // runtime's uses tolerate a few cycles of reordering).
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// Whether [`tsc`] reads a real counter on this architecture.
+pub(crate) fn has_tsc() -> bool {
+    cfg!(target_arch = "x86_64")
 }
 
 /// Number of CPUs this process may run on.

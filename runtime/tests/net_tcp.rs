@@ -209,8 +209,8 @@ fn os_thread_blocks_and_talks_to_green_threads() {
 #[test]
 fn readiness_reaches_busy_workers() {
     // Both workers run CPU hogs (cooperative: preempt_point only); a green
-    // thread blocked in `read` must still be woken (by the ticker's poll)
-    // promptly when an OS thread writes.
+    // thread blocked in `read` must still be woken (by the busy workers'
+    // paced polls) promptly when an OS thread writes.
     let rt = rt(2);
     let stop = Arc::new(AtomicBool::new(false));
     let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();

@@ -8,7 +8,7 @@
 //! * a **green thread** parks (only itself) until the runtime's reactor
 //!   reports the descriptor ready, or its timeout passes (a runtime timer);
 //! * an **OS thread** blocks in `ppoll(2)` on that one descriptor. It does
-//!   not depend on any worker or the ticker polling the reactor, so it can
+//!   not depend on any worker polling the reactor, so it can
 //!   never hang because the runtime is idle, shut down, or absent — the
 //!   types work with no runtime at all.
 //!
@@ -44,26 +44,19 @@
 //!    directly, with no extra thread in between, and when that worker
 //!    dispatches, it is the waker (an idle one: placement often picks it,
 //!    and then the wake is a local inline enqueue, no kick at all).
-//! 3. **The ticker**, under load. While some worker is busy, the ticker
-//!    thread sleeps between its ticks and timers *in the reactor*, holding
-//!    the poller role if no parked worker has it (`time::ticker::sleep`), so
-//!    readiness is dispatched at once: a wakelist push plus the busy
-//!    worker's WAKELIST flag, seen at its next preemption point (tens of µs
-//!    in practice, instead of a tick). A poke of the ticker writes the
-//!    reactor's eventfd. When the ticker would hold the role while every
-//!    worker goes to sleep, it wakes one of them first, which then parks in
-//!    the reactor (a worker parked there is woken directly by readiness, no
-//!    thread in between). The ticker also polls without blocking once per
-//!    tick when it cannot be the poller. No `epoll_wait` is added to any
-//!    worker's preemption points. Two things keep this cheap and prompt:
-//!    the ticker coalesces *bursts* of readiness (after a dispatch within
-//!    100 µs of the previous one it collects the next events in one poll
-//!    100 µs later, instead of waking per event), and it runs at nice −10
-//!    where the kernel permits (`Builder::ticker_nice`), since at the
-//!    process's level it waits milliseconds for a CPU next to workers that
-//!    keep every CPU busy.
+//! 3. **Busy workers, paced.** A worker running green threads polls the
+//!    reactor without blocking at its switches and preemption points, at
+//!    most once per `worker::BUSY_POLL_INTERVAL` (50 µs), while no idle
+//!    worker is blocked in it. The check rides on the worker's one
+//!    clock-driven `next_event` comparison (`worker::Deadlines`), so it
+//!    costs nothing between polls. Readiness therefore reaches a busy
+//!    runtime within 50 µs plus the distance to the next preemption point,
+//!    with no helper thread that would have to be scheduled on a busy CPU
+//!    first. When the poller wakes up to run tasks, it hands the role to a
+//!    worker sleeping on its futex (a kick), which idles again and parks in
+//!    the reactor.
 //!
-//! Only one thread polls at a time (the poll lock; idle and tick polls use
+//! Only one thread polls at a time (the poll lock; idle and busy polls use
 //! `try_lock` and skip if someone is polling).
 //!
 //! # Idle protocol extension: parked in the reactor
@@ -93,7 +86,7 @@
 //! the edge-triggered eventfd event is already on epoll's ready list and
 //! the wait returns at once; if after, it ends the wait. Either way the
 //! worker returns to its scheduler loop and drains its wakelist. (The
-//! poller takes the poll lock before it waits; if an idle or tick poll held
+//! poller takes the poll lock before it waits; if an idle or busy poll held
 //! the lock meanwhile and swallowed the eventfd event, the poller's re-check
 //! of its idle word under the lock sees the kick's CAS and does not block:
 //! `Reactor::park`.) A kick that arrives after the poller already stored
@@ -110,10 +103,9 @@
 //! idle again, claims it again — it never futex-parks while the role is
 //! free). So whenever every worker is parked, one of them is in epoll.
 //! (c) Otherwise some worker is running or polling; a polling worker polls
-//! the reactor itself, and while any worker runs the ticker ticks and polls
-//! the reactor each tick. The ticker parks only when every worker is
-//! `PARKED` or `PARKED_REACTOR` (its Dekker pair with `worker_unparked`,
-//! which the poller also calls when it wakes, is unchanged). (d) Green
+//! the reactor itself, and a running worker polls it at least every
+//! `BUSY_POLL_INTERVAL` that it reaches a preemption point or switches.
+//! (d) Green
 //! waiters follow `wake::waiter`'s protocol: register in the record's
 //! waiter list, then `park`, which marks the task blocked *before*
 //! re-reading the readiness (`SeqCst`), while the poller publishes the
@@ -124,7 +116,7 @@
 //! # Shutdown
 //!
 //! `Runtime::shutdown` kicks every worker (an eventfd write for the poller),
-//! joins them and the ticker, and unwinds the green threads still blocked —
+//! joins them, and unwinds the green threads still blocked —
 //! in `accept`, `read`, anywhere — which drops their I/O objects and so
 //! deregisters them. Then the reactor is marked shut down: objects that
 //! outlive the runtime still work from OS threads (`ppoll`), and a green
@@ -138,7 +130,7 @@
 //! CAS, an uncontended lock for the waiter list and the park; the wake is
 //! one `SeqCst` RMW, one lock and `wake_task`. The idle spin adds one
 //! `epoll_pwait2(0)` per 32 iterations while descriptors are registered;
-//! the ticker adds one per tick while workers are busy.
+//! a busy worker adds at most one per 50 µs.
 
 mod pipe;
 pub(crate) mod reactor;

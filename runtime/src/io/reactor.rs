@@ -38,7 +38,7 @@
 //! edge-triggered readiness).
 
 use crate::io::source::Direction;
-use crate::runtime::shared::Shared;
+use crate::shared::Shared;
 use crate::wake::waiter::Waiter;
 use parking_lot::Mutex;
 use std::io;
@@ -329,7 +329,7 @@ impl Reactor {
         self.registered.fetch_sub(1, Ordering::Relaxed);
         sio.clear_waiters();
         if self.is_shutdown() {
-            // No poll can run any more (the workers and the ticker are
+            // No poll can run any more (the workers are
             // joined before `shutdown`), so no event can name it.
             drop(sio);
             return;
@@ -373,19 +373,7 @@ impl Reactor {
         self.registered.load(Ordering::Relaxed) > 0
     }
 
-    /// Whether some thread holds the poller role.
-    #[inline]
-    pub(crate) fn poller_held(&self) -> bool {
-        self.poller.load(Ordering::SeqCst)
-    }
-
-    /// Interrupts a blocked poller (the reactor's eventfd waker).
-    #[inline]
-    pub(crate) fn wake_poller(&self) {
-        let _ = self.waker.wake();
-    }
-
-    /// Claims the poller role; at most one worker (or the ticker) holds it.
+    /// Claims the poller role; at most one idle worker holds it.
     #[inline]
     pub(crate) fn try_claim_poller(&self) -> bool {
         !self.poller.load(Ordering::Relaxed)
@@ -409,7 +397,7 @@ impl Reactor {
     /// `parked` is re-evaluated once the poll lock is held: if it is false
     /// (a kick already moved the worker's idle word off `PARKED_REACTOR`),
     /// the poll does not block. This closes a window: while the poller
-    /// waits for the lock, an idle or tick poll holding it may consume the
+    /// waits for the lock, an idle or busy poll holding it may consume the
     /// kick's eventfd event. The kick's CAS precedes its eventfd write,
     /// which precedes that consumption, which precedes the lock hand-over,
     /// so the re-check sees the kick; a kick after the re-check writes an
@@ -458,7 +446,7 @@ impl Reactor {
         io
     }
 
-    /// Marks the reactor shut down (after the workers and the ticker are
+    /// Marks the reactor shut down (after the workers are
     /// joined) and frees the retired records.
     pub(crate) fn shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
@@ -550,16 +538,6 @@ pub(crate) fn get_or_init(sh: &Shared) -> io::Result<&Arc<Reactor>> {
         w.idle().set_reactor_waker(r.waker.clone());
     }
     Ok(sh.reactor.get_or_init(|| r))
-}
-
-/// The ticker's duty (`time::ticker`): while no worker is blocked in the
-/// reactor, poll it without blocking once per tick, so readiness reaches
-/// busy workers within one tick.
-#[inline]
-pub(crate) fn tick(sh: &Shared) {
-    if let Some(r) = get(sh) {
-        r.poll_now();
-    }
 }
 
 #[cfg(test)]

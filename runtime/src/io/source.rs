@@ -9,7 +9,7 @@
 //! parking.
 
 use crate::io::reactor::{self, Reactor, ScheduledIo};
-use crate::runtime::shared::Shared;
+use crate::shared::Shared;
 use crate::wake::waiter::{self, Waiter};
 use crate::worker::tls;
 use parking_lot::Mutex;

@@ -16,7 +16,8 @@ use crate::task::builder::SpawnOpts;
 use crate::task::{switch_out, Task};
 use crate::time::clock;
 use crate::wake::waiter;
-use crate::worker::{tls, RESCHED, TICK, TIMER, WAKELIST};
+use crate::worker::{tls, RECHECK, RESCHED, WAKELIST};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Spawns a green thread on the runtime of the calling green thread.
@@ -63,15 +64,19 @@ pub fn yield_now() {
 }
 
 /// Honours a pending reschedule — the analogue of the kernel's
-/// `cond_resched()` for long CPU loops. Costs one relaxed load when nothing
-/// is pending (no clock read unless a tick period has passed). Preemption
-/// is cooperative: a green thread that never reaches a preemption point
-/// (this, or any runtime call that can block or wake) keeps its worker.
-/// A no-op on OS threads.
+/// `cond_resched()` for long CPU loops — and serves the worker's
+/// clock-driven duties that have come due: its tick, the HRTICK end of the
+/// running task's protection or slice, its timers, and a paced poll of the
+/// I/O reactor. Costs one relaxed load of the worker's flags and one read
+/// of the cheap clock (`rdtsc` where available) when nothing is due.
+/// Preemption is cooperative: a green thread that never reaches a
+/// preemption point (this, or any runtime call that can block or wake)
+/// keeps its worker. A no-op on OS threads.
 #[inline]
 pub fn preempt_point() {
     if let Some((sh, i)) = tls::worker() {
-        if sh.workers[i].flags() != 0 {
+        let w = &sh.workers[i];
+        if w.flags() != 0 || w.event_due(clock::now()) {
             preempt_slow();
         }
     }
@@ -86,53 +91,59 @@ fn preempt_slow() {
     if tls::current().is_none() {
         return;
     }
-    let flags = w.flags();
-    let mut tick = false;
-    let mut switch = flags & (RESCHED | TIMER) != 0;
-    if flags & WAKELIST != 0 {
-        // Remote wakeups queued for us while we run: enqueue them now (the
-        // kernel does this in the reschedule IPI) so they compete at once.
-        let now = clock::now();
-        let (preempt, deadline) = {
-            let mut rq = w.lock();
-            let p = crate::worker::run::drain_wakelist(sh, w, &mut rq, now);
-            w.publish_nr_running(sh, &rq);
-            (p, w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick)))
-        };
-        if preempt {
-            switch = true;
-        } else {
-            crate::time::ticker::check_deadline(sh, deadline);
-        }
+    let now = clock::now();
+    // I/O first: the readiness it dispatches may land on this worker's
+    // queue or wakelist, and is then handled below.
+    crate::worker::run::busy_poll(sh, w, now);
+    let flags = w.flags_acquire();
+    if flags & RECHECK != 0 {
+        w.clear_flags(RECHECK);
     }
-    if flags & TICK != 0 {
-        w.clear_flags(TICK);
-        let now = clock::now();
-        let (resched, deadline, queued) = {
-            let mut rq = w.lock();
-            let r = rq.q.tick(now);
-            let d = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
-            (r, d, rq.q.nr_queued())
-        };
-        if !resched {
-            crate::time::ticker::check_deadline(sh, deadline);
+    let d = &w.deadlines;
+    let tick_due = now >= d.next_tick.load(Ordering::Relaxed);
+    let hrtick_due = now >= w.preempt_at.load(Ordering::Relaxed);
+    // Due timers are fired by the scheduler: switch so it runs. [D] The
+    // kernel fires them from an interrupt; a cooperative runtime switches
+    // at the next preemption point instead.
+    let timer_due = now >= w.next_timer.load(Ordering::Relaxed);
+    let mut switch = flags & RESCHED != 0 || timer_due;
+    if flags & WAKELIST == 0 && !tick_due && !hrtick_due {
+        // Nothing to change in the queue: just plan the next look.
+        w.refresh_next_event();
+        if switch {
+            switch_out(Switch::Preempt { tick: false });
         }
-        if sh.feature(Feature::NewidleBalance) {
-            crate::wake::balance::kick_idle_for_balance(sh, w, queued, now);
+        return;
+    }
+    let mut tick = false;
+    let queued = {
+        let mut rq = w.lock_rq(sh, now);
+        if flags & WAKELIST != 0 {
+            // Remote wakeups queued for us while we run: enqueue them now
+            // (the kernel does this in the reschedule IPI) so they compete
+            // at once.
+            switch |= crate::worker::run::drain_wakelist(sh, w, &mut rq, now);
         }
-        if resched {
-            tick = flags & RESCHED == 0;
+        if tick_due {
+            d.next_tick
+                .store(now + sh.config.tick.as_nanos() as u64, Ordering::Relaxed);
+        }
+        // The tick's rules run at a tick and when HRTICK's horizon passes.
+        if (tick_due || hrtick_due) && rq.q.tick(now) && !switch {
+            tick = true;
             switch = true;
         }
-        // Due timers are fired by the scheduler: switch so it runs. [D] The
-        // kernel fires them from an interrupt; a cooperative runtime
-        // switches at the next preemption point instead.
-        if w.next_timer.load(std::sync::atomic::Ordering::Relaxed) <= now {
-            switch = true;
+        if switch {
+            // we switch below: no preemption timer to arm for this task
+            rq.request_resched();
         }
+        rq.q.nr_queued()
+        // the guard publishes, arms HRTICK and recomputes next_event
+    };
+    if tick_due && sh.feature(Feature::NewidleBalance) {
+        crate::wake::balance::kick_idle_for_balance(sh, w, queued, now);
     }
     if switch {
-        w.clear_flags(TIMER);
         switch_out(Switch::Preempt { tick });
     }
 }
@@ -246,22 +257,22 @@ pub fn in_green_thread() -> bool {
 pub fn set_nice(nice: i32) -> Result<(), Error> {
     let me = tls::current().ok_or(Error::NotGreenThread { call: "set_nice" })?;
     nice_index(nice)?;
-    let (_, w) = tls::this_worker().expect("a green thread runs on a worker");
+    let (sh, w) = tls::this_worker().expect("a green thread runs on a worker");
     let old = me.nice();
     let now = clock::now();
     {
-        let mut rq = w.lock();
+        let mut rq = w.lock_rq(sh, now);
         let slot = rq.q.curr().expect("a running green thread is current");
         rq.q.reweight(slot, nice, now)?;
+        if nice > old {
+            // Less share now: let EEVDF decide whether we still run (the
+            // kernel's prio_changed_fair reschedules a running task that
+            // got a lower priority).
+            rq.request_resched();
+        }
     }
     let custom = me.custom_slice();
     me.set_mirrors(nice, (custom != 0).then_some(custom));
-    if nice > old {
-        // Less share now: let EEVDF decide whether we still run (the
-        // kernel's prio_changed_fair reschedules a running task that got
-        // a lower priority).
-        w.set_flags(RESCHED);
-    }
     preempt_point();
     Ok(())
 }
@@ -270,10 +281,11 @@ pub fn set_nice(nice: i32) -> Result<(), Error> {
 pub fn set_slice(slice: Duration) -> Result<(), Error> {
     let me = tls::current().ok_or(Error::NotGreenThread { call: "set_slice" })?;
     let ns = check_slice(slice.as_nanos().min(u64::MAX as u128) as u64)?;
-    let (_, w) = tls::this_worker().expect("a green thread runs on a worker");
+    let (sh, w) = tls::this_worker().expect("a green thread runs on a worker");
     let now = clock::now();
     {
-        let mut rq = w.lock();
+        // the guard re-arms HRTICK for the new slice
+        let mut rq = w.lock_rq(sh, now);
         let slot = rq.q.curr().expect("a running green thread is current");
         rq.q.set_slice(slot, Some(ns), now)?;
     }

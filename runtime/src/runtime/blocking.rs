@@ -25,8 +25,8 @@
 //! exit at once.
 
 use super::join::{JoinHandle, Packet, PacketGuard};
-use super::shared::Shared;
 use crate::error::Error;
+use crate::shared::Shared;
 use parking_lot::{Condvar, Mutex};
 use std::cell::RefCell;
 use std::collections::VecDeque;

@@ -1,25 +1,21 @@
 //! Runtime configuration.
 //!
 //! Owns: [`Builder`], its defaults (API.md) and the validation of every
-//! value, and starting the runtime (workers pinned one per allowed core,
-//! the ticker). Must not: hold runtime state.
+//! value, and starting the runtime (workers pinned one per allowed core;
+//! there is no other thread). Must not: hold runtime state.
 
 use super::blocking;
-use super::shared::{Config, Shared};
 use super::Runtime;
 use crate::context::{guard, overflow, GuardPolicy, StackCache, StackGuard};
 use crate::error::Error;
 use crate::sched::{base_slice_for, Features, Params, MAX_SLICE, MIN_SLICE};
+use crate::shared::{Config, Shared};
 use crate::sys;
 use crate::task::builder::{MAX_STACK_SIZE, MIN_STACK_SIZE};
-use crate::time::ticker;
 use crate::worker::mask::MAX_WORKERS;
 use crate::worker::{run, Worker};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Default of [`Builder::ticker_nice`].
-const DEFAULT_TICKER_NICE: i32 = -10;
 
 /// Configures and builds a [`Runtime`], like tokio's `Builder`.
 ///
@@ -48,7 +44,6 @@ pub struct Builder {
     features: Vec<String>,
     stack_pool: usize,
     name: String,
-    ticker_nice: i32,
     stack_guard: StackGuard,
     stack_map_budget: Option<usize>,
     guard_regions: bool,
@@ -68,7 +63,6 @@ impl Default for Builder {
             features: Vec::new(),
             stack_pool: 256,
             name: "eevdf".into(),
-            ticker_nice: DEFAULT_TICKER_NICE,
             stack_guard: StackGuard::Auto,
             stack_map_budget: None,
             guard_regions: true,
@@ -81,10 +75,9 @@ impl Default for Builder {
 impl Builder {
     /// Defaults: one worker per available CPU, pinned; 256 KiB stacks; base
     /// slice `0.7 ms × (1 + ⌊log2(min(workers, 8))⌋)`; 1 ms tick; 50 µs idle
-    /// spin; 6.17 feature defaults; the ticker thread at nice −10 where the
-    /// kernel permits ([`ticker_nice`](Self::ticker_nice)); stacks guarded
-    /// by [`StackGuard::Auto`]; a blocking pool of at most 512 threads
-    /// that linger 10 s.
+    /// spin; 6.17 feature defaults (plus the runtime's own switches);
+    /// stacks guarded by [`StackGuard::Auto`]; a blocking pool of at most
+    /// 512 threads that linger 10 s.
     pub fn new() -> Self {
         Self::default()
     }
@@ -201,26 +194,10 @@ impl Builder {
         self
     }
 
-    /// Nice level (−20 ..= 19) the runtime's ticker thread asks the kernel
-    /// for. Default −10. The ticker delivers ticks, timers, preemption
-    /// deadlines and — while every worker is busy — I/O readiness to the
-    /// workers; when the pinned workers keep every CPU busy, a ticker at
-    /// nice 0 competes with them for CPU time in the kernel and can wait
-    /// milliseconds for a CPU, and everything it delivers waits with it
-    /// (measured with `scripts/measure.sh ticker`: the `latency_service`
-    /// example over TCP on two busy workers had a p99 of 2.5–2.8 ms at
-    /// nice 0 and 0.5–1.0 ms at −10). Raising a thread's priority needs `CAP_SYS_NICE` or
-    /// `RLIMIT_NICE` (`ulimit -e`); without them the ticker stays at the
-    /// process's level and the runtime works as before.
-    /// [`Runtime::ticker_nice`] says what the kernel granted. Use 0 to
-    /// leave the ticker at the process's level.
-    pub fn ticker_nice(mut self, nice: i32) -> Self {
-        self.ticker_nice = nice;
-        self
-    }
-
     /// Validates the configuration and starts the runtime.
     pub fn build(self) -> Result<Runtime, Error> {
+        // Choose and calibrate the clock now, not on the first switch.
+        crate::time::clock::init();
         let workers = self.workers.unwrap_or_else(sys::allowed_cpus);
         if !(1..=MAX_WORKERS).contains(&workers) {
             return Err(Error::invalid("workers", workers, "1 ..= 256"));
@@ -260,13 +237,6 @@ impl Builder {
                 "0 ..= 1 s",
             ));
         }
-        if !(-20..=19).contains(&self.ticker_nice) {
-            return Err(Error::invalid(
-                "ticker_nice",
-                self.ticker_nice,
-                "-20 ..= 19",
-            ));
-        }
         if !(1..=65_536).contains(&self.max_blocking_threads) {
             return Err(Error::invalid(
                 "max_blocking_threads",
@@ -298,7 +268,6 @@ impl Builder {
             idle_spin: self.idle_spin,
             stack_pool: self.stack_pool,
             name: self.name,
-            ticker_nice: self.ticker_nice,
             stack_guard: GuardPolicy {
                 mode: self.stack_guard,
                 map_budget: self
@@ -351,7 +320,7 @@ fn start(shared: Arc<Shared>) -> Result<Runtime, Error> {
         match spawned {
             Ok(h) => threads.push(h),
             Err(e) => {
-                let rt = Runtime::from_parts(shared, threads, None);
+                let rt = Runtime::from_parts(shared, threads);
                 rt.shutdown();
                 return Err(Error::Os {
                     context: "spawning a worker thread",
@@ -360,35 +329,5 @@ fn start(shared: Arc<Shared>) -> Result<Runtime, Error> {
             }
         }
     }
-    let sh = shared.clone();
-    let (started, granted) = std::sync::mpsc::sync_channel(1);
-    let ticker = std::thread::Builder::new()
-        .name(format!("{}-tick", shared.config.name))
-        .spawn(move || {
-            sys::set_min_timer_slack();
-            let nice = if sh.config.ticker_nice != 0 {
-                sys::set_thread_nice(sh.config.ticker_nice)
-            } else {
-                sys::thread_nice()
-            };
-            let _ = started.send(nice);
-            ticker::ticker_main(sh)
-        });
-    match ticker {
-        Ok(t) => {
-            let nice = granted.recv().unwrap_or(0);
-            shared
-                .ticker_nice
-                .store(nice, std::sync::atomic::Ordering::Relaxed);
-            Ok(Runtime::from_parts(shared, threads, Some(t)))
-        }
-        Err(e) => {
-            let rt = Runtime::from_parts(shared, threads, None);
-            rt.shutdown();
-            Err(Error::Os {
-                context: "spawning the ticker thread",
-                message: e.to_string(),
-            })
-        }
-    }
+    Ok(Runtime::from_parts(shared, threads))
 }

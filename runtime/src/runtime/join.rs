@@ -6,12 +6,11 @@
 //! `wake::waiter`.
 
 use crate::context::Switch;
+use crate::loom::{AtomicU8, Ordering, UnsafeCell};
+use crate::sync::platform::{self, Waiter};
 use crate::task::state::{QUEUED, RUNNING};
 use crate::task::{Task, TaskRef};
-use crate::wake::waiter::{self, Waiter};
 use crate::worker::tls;
-use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
@@ -26,44 +25,112 @@ impl std::fmt::Display for Cancelled {
     }
 }
 
-struct Inner<T> {
-    result: Option<thread::Result<T>>,
-    waiter: Option<Waiter>,
+/// `Packet::state`: the green thread is running and nobody waits.
+const EMPTY: u8 = 0;
+/// `Packet::state`: a joiner has stored its waiter and may be parked.
+const WAITER: u8 = 1;
+/// `Packet::state`: the result is stored.
+const DONE: u8 = 2;
+
+/// Where a green thread's result goes: a three-state word and two cells,
+/// no lock (one atomic swap to complete, one CAS to wait).
+///
+/// # Protocol
+///
+/// ```text
+/// green thread (complete)                joiner (at most one: join takes self)
+/// result = r                             if state == DONE: take result
+/// prev = state.swap(DONE)  (AcqRel)      waiter = me
+/// if prev == WAITER: take waiter, wake   CAS(EMPTY → WAITER)  (AcqRel)
+///                                          Ok:  park until state == DONE
+///                                          Err: (DONE) drop waiter; take result
+/// ```
+///
+/// * `result` is written only by the completer, before its `Release` swap,
+///   and read only by the joiner after an `Acquire` load of `DONE`.
+/// * `waiter` is written by the joiner while `state` is `EMPTY`, before its
+///   `Release` CAS; the completer reads it only if its swap (`Acquire`)
+///   returned `WAITER`, so after that write. If the CAS fails the completer
+///   saw `EMPTY` and never touches the waiter; the joiner drops it.
+/// * No lost wakeup: the joiner parks through `wake::waiter`, which marks
+///   it blocked and then re-reads `state` after a `SeqCst` fence; the
+///   completer's wake reads the joiner's state after a `SeqCst` fence that
+///   follows its swap (task::state rule 1).
+pub(crate) struct Packet<T> {
+    state: AtomicU8,
+    result: UnsafeCell<Option<thread::Result<T>>>,
+    waiter: UnsafeCell<Option<Waiter>>,
 }
 
-/// Where a green thread's result goes.
-pub(crate) struct Packet<T> {
-    done: AtomicBool,
-    inner: Mutex<Inner<T>>,
-}
+// SAFETY: the cells are accessed by at most one thread at a time under the
+// protocol above; the result moves between threads, so `T: Send`.
+unsafe impl<T: Send> Sync for Packet<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for Packet<T> {}
 
 impl<T> Packet<T> {
     pub(crate) fn new() -> Self {
         Packet {
-            done: AtomicBool::new(false),
-            inner: Mutex::new(Inner {
-                result: None,
-                waiter: None,
-            }),
+            state: AtomicU8::new(EMPTY),
+            result: UnsafeCell::new(None),
+            waiter: UnsafeCell::new(None),
         }
     }
 
     fn complete(&self, r: thread::Result<T>) {
-        let waiter = {
-            let mut inner = self.inner.lock();
-            inner.result = Some(r);
-            // SeqCst: pairs with the joiner's SeqCst read after it marked
-            // itself blocked (wake::waiter protocol).
-            self.done.store(true, Ordering::SeqCst);
-            inner.waiter.take()
-        };
-        if let Some(w) = waiter {
-            w.wake();
+        // SAFETY: only the completer (the green thread, or its guard when
+        // it is unwound; never both: `PacketGuard` takes the packet) writes
+        // the result, and the joiner reads it only after seeing DONE.
+        self.result.with_mut(|p| unsafe { *p = Some(r) });
+        if self.state.swap(DONE, Ordering::AcqRel) == WAITER {
+            // SAFETY: the joiner stored its waiter before its Release CAS
+            // to WAITER, which our Acquire swap read; it no longer touches it.
+            let w = self.waiter.with_mut(|p| unsafe { (*p).take() });
+            if let Some(w) = w {
+                platform::wake(w);
+            }
         }
     }
 
     fn is_done(&self) -> bool {
-        self.done.load(Ordering::SeqCst)
+        self.state.load(Ordering::Acquire) == DONE
+    }
+
+    /// Waits until the result is stored (the joiner only).
+    fn wait(&self) {
+        if self.is_done() {
+            return;
+        }
+        // SAFETY: state is not DONE and only this joiner moves it out of
+        // EMPTY, so the completer does not read the waiter yet.
+        self.waiter
+            .with_mut(|p| unsafe { *p = Some(platform::current()) });
+        match self
+            .state
+            .compare_exchange(EMPTY, WAITER, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                while !self.is_done() {
+                    platform::park(|| self.is_done(), None);
+                }
+            }
+            Err(_) => {
+                // DONE: the completer saw EMPTY and never reads the waiter.
+                // SAFETY: as above; we are its only user.
+                drop(self.waiter.with_mut(|p| unsafe { (*p).take() }));
+            }
+        }
+    }
+
+    /// Takes the result (the joiner only, after `wait`).
+    fn take(&self) -> thread::Result<T> {
+        debug_assert!(self.is_done());
+        // SAFETY: DONE was read with Acquire, so the completer's write is
+        // visible and it never touches the result again; join consumes the
+        // handle, so this runs once.
+        self.result
+            .with_mut(|p| unsafe { (*p).take() })
+            .expect("a finished packet holds its result until joined")
     }
 }
 
@@ -148,25 +215,8 @@ impl<T> JoinHandle<T> {
                 }
             }
         }
-        loop {
-            if self.packet.is_done() {
-                return self
-                    .packet
-                    .inner
-                    .lock()
-                    .result
-                    .take()
-                    .expect("a finished packet holds its result until joined");
-            }
-            {
-                let mut inner = self.packet.inner.lock();
-                if inner.result.is_some() {
-                    continue;
-                }
-                inner.waiter = Some(Waiter::current());
-            }
-            waiter::park(|| self.packet.is_done(), None);
-        }
+        self.packet.wait();
+        self.packet.take()
     }
 
     /// Whether the green thread has finished (its result is ready).
@@ -198,5 +248,40 @@ impl<T> std::fmt::Debug for JoinHandle<T> {
             .field("task", &self.task.as_ref().map(|t| t.id))
             .field("finished", &self.is_finished())
             .finish()
+    }
+}
+
+/// Loom model of the real [`Packet`] protocol (complete vs. join):
+/// `RUSTFLAGS="--cfg loom" cargo test -p eevdf-rt --lib --release loom`.
+/// Checked: the joiner always gets the result (no lost wakeup, no hang),
+/// every cell access is ordered (loom's `UnsafeCell` checks), and a
+/// waiter registered too late is dropped, not leaked or woken twice.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+
+    #[test]
+    fn loom_packet_complete_vs_join() {
+        loom::model(|| {
+            let p = Arc::new(Packet::<u32>::new());
+            let g = PacketGuard::new(p.clone());
+            let t = loom::thread::spawn(move || g.complete(Ok(7)));
+            p.wait();
+            assert_eq!(p.take().ok(), Some(7));
+            t.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_packet_cancelled_by_drop() {
+        loom::model(|| {
+            let p = Arc::new(Packet::<u32>::new());
+            let g = PacketGuard::new(p.clone());
+            let t = loom::thread::spawn(move || drop(g));
+            p.wait();
+            let err = p.take().unwrap_err();
+            assert!(err.downcast_ref::<Cancelled>().is_some());
+            t.join().unwrap();
+        });
     }
 }

@@ -11,19 +11,16 @@ pub(crate) mod api;
 pub(crate) mod blocking;
 pub(crate) mod builder;
 pub(crate) mod join;
-pub(crate) mod registry;
-pub(crate) mod shared;
 pub(crate) mod spawn;
 
+use crate::shared::Shared;
 pub use builder::Builder;
-use shared::Shared;
 
 use crate::error::Error;
 use crate::sched::{Features, RunQueue};
 use crate::stats::{Stats, WorkerStats};
 use crate::task::builder::SpawnOpts;
 use crate::task::state::DEAD;
-use crate::time::ticker;
 use crate::worker::tls;
 use join::JoinHandle;
 use parking_lot::Mutex;
@@ -35,7 +32,6 @@ use std::thread::JoinHandle as ThreadHandle;
 
 struct Threads {
     workers: Vec<ThreadHandle<()>>,
-    ticker: Option<ThreadHandle<()>>,
 }
 
 /// A running eevdf-rt runtime: worker threads, each scheduling its green
@@ -59,14 +55,10 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    fn from_parts(
-        shared: Arc<Shared>,
-        workers: Vec<ThreadHandle<()>>,
-        ticker: Option<ThreadHandle<()>>,
-    ) -> Self {
+    fn from_parts(shared: Arc<Shared>, workers: Vec<ThreadHandle<()>>) -> Self {
         Runtime {
             shared,
-            threads: Mutex::new(Some(Threads { workers, ticker })),
+            threads: Mutex::new(Some(Threads { workers })),
         }
     }
 
@@ -84,19 +76,18 @@ impl Runtime {
         self.shared.workers.len()
     }
 
-    /// The nice level the runtime's ticker thread runs at: what
-    /// [`Builder::ticker_nice`] asked for if the kernel granted it, else the
-    /// process's level (raising a priority needs `CAP_SYS_NICE` or
-    /// `RLIMIT_NICE`).
+    /// The clock the scheduler charges time with: `"tsc"` (the calibrated
+    /// invariant time-stamp counter, where the CPU and the kernel's
+    /// clocksource say it is safe) or `"monotonic"` (vDSO
+    /// `CLOCK_MONOTONIC`; forced with `EEVDF_RT_CLOCK=monotonic`).
     ///
     /// ```
-    /// // Lowering a thread's priority is always permitted.
-    /// let rt = eevdf_rt::Builder::new().workers(1).ticker_nice(19).build()?;
-    /// assert_eq!(rt.ticker_nice(), 19);
+    /// let rt = eevdf_rt::Builder::new().workers(1).build()?;
+    /// assert!(["tsc", "monotonic"].contains(&rt.clock_source()));
     /// # Ok::<(), eevdf_rt::Error>(())
     /// ```
-    pub fn ticker_nice(&self) -> i32 {
-        self.shared.ticker_nice.load(Ordering::Relaxed)
+    pub fn clock_source(&self) -> &'static str {
+        crate::time::clock::source()
     }
 
     /// Runs `f` as a green thread and blocks the calling OS thread until it
@@ -236,17 +227,11 @@ impl Runtime {
     pub fn debug_state(&self) -> String {
         use std::fmt::Write;
         let sh = &self.shared;
-        let mut s = format!(
-            "ticker state={} seq={} deadline={} now={}\n",
-            sh.ticker_state.load(Ordering::SeqCst),
-            sh.ticker_seq.load(Ordering::SeqCst),
-            sh.ticker_deadline.load(Ordering::SeqCst),
-            crate::time::clock::now()
-        );
+        let mut s = format!("now={}\n", crate::time::clock::now());
         for w in sh.workers.iter() {
             let _ = writeln!(
                 s,
-                "w{} idle={} flags={:#x} nr_running={} wakelist_empty={} next_timer={} preempt_at={}",
+                "w{} idle={} flags={:#x} nr_running={} wakelist_empty={} next_timer={} preempt_at={} next_event={}",
                 w.index,
                 w.idle().get(),
                 w.flags(),
@@ -254,6 +239,7 @@ impl Runtime {
                 w.wakelist.is_empty(),
                 w.next_timer.load(Ordering::SeqCst),
                 w.preempt_at.load(Ordering::SeqCst),
+                w.deadlines.next_event.load(Ordering::SeqCst),
             );
         }
         s
@@ -301,14 +287,10 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
     if let Some(pool) = sh.blocking_pool_if_started() {
         pool.shutdown();
     }
-    ticker::stop(&sh);
     for w in sh.workers.iter() {
         w.idle().kick();
     }
     for t in threads.workers {
-        let _ = t.join();
-    }
-    if let Some(t) = threads.ticker {
         let _ = t.join();
     }
     // Every worker has stopped: nothing else can resume a context now.
@@ -344,7 +326,7 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
             drop(t);
         }
     }
-    // I/O: nothing polls any more (workers and ticker are joined) and the
+    // I/O: nothing polls any more (the workers are joined) and the
     // unwound green threads have deregistered their descriptors; free the
     // reactor's retired records and make later waits on it fail fast.
     if let Some(r) = crate::io::reactor::get(&sh) {

@@ -6,10 +6,10 @@
 //! another worker's wakelist and kicked. Must not: wait for the task.
 
 use super::join::{JoinHandle, Packet, PacketGuard};
-use super::shared::Shared;
 use crate::context::{self, GreenContext};
 use crate::error::Error;
 use crate::sched::{EnqueueFlags, Entity, WakeFlags};
+use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::builder::SpawnOpts;
 use crate::task::state::QUEUED;
@@ -17,7 +17,7 @@ use crate::task::tcb::activation;
 use crate::task::{TaskRef, Tcb};
 use crate::time::clock;
 use crate::wake::{self, placement};
-use crate::worker::{tls, RESCHED};
+use crate::worker::tls;
 use std::io;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -67,20 +67,19 @@ where
         // The stack first, outside the run-queue lock (it may map a slab).
         let stack = w.stacks.lock().get(stack_size)?;
         let now = clock::now();
-        let mut rq = w.lock();
+        let mut rq = w.lock_rq(sh, now);
         tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
         sh.registry.insert(target, &tcb);
-        let entity = tcb.entity.lock().take().expect("new task has its entity");
+        // SAFETY: the task is not published yet: the spawner owns it.
+        let entity = unsafe { tcb.take_entity() };
         let slot =
             rq.q.enqueue(entity, tcb.clone(), EnqueueFlags::INITIAL, now);
         tcb.set_slot(slot);
         tcb.st.set_on_rq(QUEUED);
-        let preempt = rq.q.wakeup_preempt(slot, WakeFlags::FORK, now);
-        w.publish_nr_running(sh, &rq);
-        drop(rq);
-        if preempt {
-            w.set_flags(RESCHED);
+        if rq.q.wakeup_preempt(slot, WakeFlags::FORK, now) {
+            rq.request_resched();
         }
+        drop(rq);
         w.stats.inc(Counter::spawned_local);
     } else {
         let stack = match here {

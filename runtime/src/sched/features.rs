@@ -96,6 +96,16 @@ features! {
     /// Runtime's own: wake placement may move a wakee to an idle worker
     /// (prev, recently used, bounded bitmap scan; §12). Off: wake where it slept.
     WakeIdle = "WAKE_IDLE", default true, source "runtime (select_idle_sibling)";
+    /// Runtime's own, after the kernel's `wake_affine()` and its `WF_SYNC`
+    /// hint: a *sync* wakeup (a channel operation, whose caller usually
+    /// blocks next, like a kernel pipe write) places the wakee on the
+    /// waker's worker when the waker is the only task queued there — even
+    /// if the wakee's previous worker is idle. The wakee then runs as soon
+    /// as the waker blocks, on a warm cache, with no cross-worker wakeup.
+    /// The kernel asks `select_idle_sibling` afterwards and so still prefers
+    /// an idle previous CPU; this switch does not. Off: sync wakeups are
+    /// placed like any other.
+    WaSync = "WA_SYNC", default true, source "runtime (kernel wake_affine, WF_SYNC)";
     /// Runtime's own: an idle worker pulls one task from the busiest worker (§13).
     NewidleBalance = "NEWIDLE_BALANCE", default true, source "runtime (sched_balance_newidle)";
     /// Runtime's own: a green thread spawned from a green thread starts on

@@ -816,8 +816,26 @@ impl<T> RunQueue<T> {
             // protection horizon and the execution clock are kept
             return;
         }
-        self.put_prev(now);
-        self.tree_remove(i);
+        match self.curr {
+            // Two tasks: the previous one takes the next one's place as the
+            // tree's only member (same sums as put_prev + tree_remove).
+            Some(c) if self.tree.len() == 1 && self.tree.root() == Some(i) => {
+                self.charge_current(now);
+                self.curr = None;
+                let out_vrt = self.tree.node(i).vrt;
+                let out_w = self.ent(i).weight;
+                let e = self.ent(c);
+                let (w, vrt, vdl, slice) = (e.weight, e.vrt, e.vdl, e.slice);
+                self.sum_wk += w as i128 * vdiff(vrt, self.base) as i128
+                    - out_w as i128 * vdiff(out_vrt, self.base) as i128;
+                self.sum_w = self.sum_w + w as u64 - out_w as u64;
+                self.tree.replace_sole(i, c, vdl, vrt, slice);
+            }
+            _ => {
+                self.put_prev(now);
+                self.tree_remove(i);
+            }
+        }
         // protection against the others (rq.curr is not yet i)
         let quantum = self.protect_quantum();
         let e = self.ent_mut(i);
@@ -914,8 +932,16 @@ impl<T> RunQueue<T> {
         if v <= 0 {
             return Some(0);
         }
-        let real = (v as u128 * e.weight as u128).div_ceil(super::weight::NICE_0_WEIGHT as u128);
-        Some(real.min(u64::MAX as u128) as u64)
+        let nice0 = super::weight::NICE_0_WEIGHT;
+        // 64-bit arithmetic when the product fits (always, in practice: a
+        // virtual horizon under 2^47 ns); a 128-bit division is a library call.
+        match (v as u64).checked_mul(e.weight as u64) {
+            Some(p) => Some(p.div_ceil(nice0 as u64)),
+            None => {
+                let real = (v as u128 * e.weight as u128).div_ceil(nice0 as u128);
+                Some(real.min(u64::MAX as u128) as u64)
+            }
+        }
     }
 
     /// The periodic tick (§5.3): promotes a lazy request, charges the current

@@ -327,6 +327,37 @@ impl AugTree {
         self.fix_upwards(cur, NIL);
     }
 
+    /// Replaces the only member, `out`, by index `i` with its keys: the
+    /// two-task switch (the next task leaves the tree, the previous one
+    /// enters it) without a search or a rebalance. Panics unless `out` is
+    /// the only member.
+    pub(crate) fn replace_sole(&mut self, out: u32, i: u32, vdl: u64, vrt: u64, slice: u64) {
+        assert!(
+            self.len == 1 && self.root == out,
+            "tree: replace_sole of {out}, which is not the only member"
+        );
+        let idx = i as usize;
+        if idx >= self.nodes.len() {
+            self.nodes.resize(idx + 1, EMPTY);
+        }
+        assert!(!self.nodes[idx].linked, "tree: index {i} inserted twice");
+        self.nodes[out as usize] = EMPTY;
+        self.nodes[idx] = Node {
+            left: NIL,
+            right: NIL,
+            parent: NIL,
+            height: 1,
+            linked: true,
+            vdl,
+            vrt,
+            slice,
+            sub_min_vrt: vrt,
+            sub_min_slice: slice,
+        };
+        self.root = i;
+        self.leftmost = i;
+    }
+
     /// The member following `i` in deadline order.
     pub(crate) fn next(&self, i: u32) -> Option<u32> {
         let n = &self.nodes[i as usize];

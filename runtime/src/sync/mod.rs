@@ -56,7 +56,7 @@ pub mod channel;
 mod condvar;
 mod futex;
 mod mutex;
-mod platform;
+pub(crate) mod platform;
 mod rwlock;
 mod semaphore;
 mod waitlist;

@@ -34,6 +34,12 @@ mod imp {
         w.wake();
     }
 
+    /// Wakes with the sync hint: the caller usually blocks next (WA_SYNC).
+    #[inline]
+    pub(crate) fn wake_sync(w: Waiter) {
+        w.wake_sync();
+    }
+
     #[inline]
     pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
         crate::wake::waiter::park(ready, deadline)
@@ -82,6 +88,10 @@ mod imp {
     }
 
     pub(crate) fn wake(w: Waiter) {
+        w.unpark();
+    }
+
+    pub(crate) fn wake_sync(w: Waiter) {
         w.unpark();
     }
 

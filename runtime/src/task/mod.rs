@@ -6,7 +6,9 @@
 //! [`Builder`] (spawn options), and `switch_out`. Must not: schedule.
 
 pub(crate) mod builder;
+pub(crate) mod current;
 pub(crate) mod handle;
+pub(crate) mod registry;
 pub(crate) mod state;
 pub(crate) mod tcb;
 
@@ -61,7 +63,6 @@ where
 }
 
 use crate::context::Switch;
-use crate::worker::tls;
 
 /// Hands the worker back to its scheduler with `why`; returns when a
 /// worker resumes this green thread (maybe another worker: re-fetch any
@@ -70,7 +71,7 @@ use crate::worker::tls;
 /// Panics if called outside a green thread.
 #[inline]
 pub(crate) fn switch_out(why: Switch) {
-    let me = tls::current().expect("switch_out called outside a green thread");
+    let me = current::current().expect("switch_out called outside a green thread");
     // SAFETY: `tls::current` is only set while `me` runs on this very stack
     // (the worker sets it around the resume), so we are on `me`'s context.
     unsafe { me.suspend.suspend(why) }

@@ -11,23 +11,24 @@
 //! # Who may touch what
 //!
 //! * `entity` — the sleeping task's EEVDF state (lag, weight, slice,
-//!   relative deadline). Written by the worker that dequeues the task, taken
-//!   by whoever enqueues it next: the waker that claimed it (`WAKING`) or the
-//!   worker draining its wakelist. The mutex is never contended by
-//!   construction; it makes the hand-over obviously sound.
+//!   relative deadline). Saved by the worker that dequeues the task, in
+//!   the same step that publishes `on_rq = NOT_QUEUED` ([`Tcb::save_entity`]);
+//!   taken by whoever enqueues it next: the spawner, the waker that claimed
+//!   it (`WAKING`), or the worker draining its wakelist
+//!   ([`Tcb::take_entity`]). The wake protocol (`task::state`) orders the
+//!   two, so the slot needs no lock.
 //! * `slot` — the task's slot in its worker's run queue; read and written
 //!   only under that worker's run-queue lock.
 //! * `context` — resumed only by the worker that made the task current (see
 //!   [`ContextCell`]).
 
 use crate::context::{GreenContext, SuspendSlot};
+use crate::lockfree::wakelist::Linked;
 use crate::loom::AtomicPtr;
-use crate::runtime::shared::Shared;
 use crate::sched::{Entity, Slot};
+use crate::shared::Shared;
 use crate::task::state::TaskState;
 use crate::worker::mask::WorkerMask;
-use crate::worker::wakelist::Linked;
-use parking_lot::Mutex;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -79,7 +80,7 @@ pub(crate) struct Tcb {
     pub(crate) id: u64,
     // ---- the rest ----
     /// The EEVDF entity while the task is off every run queue.
-    pub(crate) entity: Mutex<Option<Entity>>,
+    entity: EntitySlot,
     /// Workers it may run on.
     pub(crate) affinity: WorkerMask,
     /// Registry key (shard << 32 | index), for removal at exit.
@@ -123,7 +124,7 @@ impl Tcb {
             activation: AtomicU8::new(activation::NEW),
             link: AtomicPtr::new(std::ptr::null_mut()),
             slot: AtomicU32::new(NO_SLOT),
-            entity: Mutex::new(Some(entity)),
+            entity: EntitySlot(UnsafeCell::new(Some(entity))),
             affinity,
             nice: AtomicI8::new(nice),
             slice_ns: AtomicU64::new(slice),
@@ -191,6 +192,39 @@ impl Tcb {
         self.timer_seq.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Saves the entity of a task that has just been removed from its run
+    /// queue and publishes `on_rq = NOT_QUEUED` (`Release`: the saved
+    /// entity happens-before a waker's `Acquire` read of `NOT_QUEUED`).
+    /// Called by the worker that dequeued it, under that queue's lock.
+    #[inline]
+    pub(crate) fn save_entity(&self, entity: Entity) {
+        // SAFETY: the task was queued until the caller removed it under its
+        // run-queue lock, and `on_rq` still says QUEUED, so no one may take
+        // the entity yet (take_entity's contract requires NOT_QUEUED to have
+        // been observed, or a hand-over that follows such an observation).
+        unsafe { *self.entity.0.get() = Some(entity) };
+        self.st.set_on_rq(crate::task::state::NOT_QUEUED);
+    }
+
+    /// Takes the saved entity to enqueue the task.
+    ///
+    /// # Safety
+    /// The caller must own the task's next enqueue: the spawner before the
+    /// task is published; a waker that observed `on_rq == NOT_QUEUED`
+    /// (`Acquire`) and then claimed the wake (`WAKING`, under the wake
+    /// lock); or the worker that received the task from such a waker
+    /// through its wakelist (the push's `Release` / the drain's
+    /// `Acquire`). Exactly one of them exists between a dequeue and the next
+    /// enqueue (task::state rules 2–3).
+    #[inline]
+    pub(crate) unsafe fn take_entity(&self) -> Entity {
+        // SAFETY: exclusive by the caller's contract; the saving worker's
+        // write happens-before through the chain of Release/Acquire pairs
+        // it names.
+        unsafe { (*self.entity.0.get()).take() }
+            .expect("a task off every run queue keeps its entity")
+    }
+
     /// Installs the green context before the task is published to any
     /// worker (spawn). Panics if one is already installed.
     pub(crate) fn install_context(&self, ctx: GreenContext) {
@@ -214,6 +248,14 @@ impl Tcb {
         unsafe { &mut *self.context.0.get() }
     }
 }
+
+/// The saved EEVDF entity of a task that is off every run queue.
+struct EntitySlot(UnsafeCell<Option<Entity>>);
+
+// SAFETY: accessed only through `Tcb::save_entity` and `Tcb::take_entity`,
+// whose callers are serialised by the wake protocol (see their docs);
+// `Entity` is plain data.
+unsafe impl Sync for EntitySlot {}
 
 /// A task's green context, accessed only by the worker currently running
 /// the task (or, at shutdown, by the thread unwinding it after every worker

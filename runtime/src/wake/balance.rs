@@ -8,8 +8,8 @@
 //! its lag and relative deadline (dequeue without SLEEP, enqueue MIGRATED).
 //! Must not: move pinned tasks, delayed tasks, or the running task.
 
-use crate::runtime::shared::Shared;
 use crate::sched::{Dequeue, DequeueFlags, EnqueueFlags, WakeFlags};
+use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::worker::Worker;
 use parking_lot::MutexGuard;

@@ -19,14 +19,14 @@ pub(crate) mod balance;
 pub(crate) mod placement;
 pub(crate) mod waiter;
 
-use crate::runtime::shared::Shared;
 use crate::sched::{EnqueueFlags, Feature, WakeFlags};
+use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::state::{BLOCKED, NOT_QUEUED, QUEUED, RUNNING, WAKING};
 use crate::task::tcb::activation;
 use crate::task::TaskRef;
-use crate::time::{clock, ticker};
-use crate::worker::{tls, Rq, Worker, RESCHED};
+use crate::time::clock;
+use crate::worker::{tls, Rq, Worker};
 
 /// The waker's worker index if this thread is a worker of `sh`.
 #[inline]
@@ -51,6 +51,17 @@ pub(crate) fn count(sh: &Shared, waker: Option<usize>, c: Counter) {
 /// Callers publish their wake condition (with a `SeqCst` store, or under a
 /// lock the sleeper also takes before blocking) before calling.
 pub(crate) fn wake_task(t: &TaskRef) -> bool {
+    wake(t, false)
+}
+
+/// [`wake_task`] with the sync hint: the caller (a channel operation)
+/// usually blocks next, so the wakee may be placed on its worker (WA_SYNC).
+pub(crate) fn wake_task_sync(t: &TaskRef) -> bool {
+    wake(t, true)
+}
+
+#[inline]
+fn wake(t: &TaskRef, sync: bool) -> bool {
     // Lock-free early out (task::state rule 1): a task that is not blocked
     // either never slept or is already being woken.
     if !t.st.is_blocked() {
@@ -74,7 +85,7 @@ pub(crate) fn wake_task(t: &TaskRef) -> bool {
         return true;
     }
     t.st.wait_off_cpu();
-    let target = placement::select_worker(sh, t, prev, waker);
+    let target = placement::select_worker(sh, t, prev, waker, sync);
     let mut kind = activation::WAKE;
     if target != prev {
         kind |= activation::MIGRATED;
@@ -111,7 +122,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             return true;
         }
         let now = clock::now();
-        let mut rq = w.lock();
+        let mut rq = w.lock_rq_from(sh, now, waker);
         if t.cpu() != cpu {
             continue; // moved while we waited for the lock; retry on its new worker
         }
@@ -123,19 +134,14 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             rq.q.requeue_delayed(slot, now);
             count(sh, waker, Counter::delayed_wakeups);
         }
-        let mut deadline = u64::MAX;
-        if rq.q.curr() != Some(slot) {
-            if rq.q.wakeup_preempt(slot, WakeFlags::NONE, now) {
-                w.set_flags(RESCHED);
-                count(sh, waker, Counter::wakeup_preemptions);
-            } else {
-                // The wakee may have shortened the running task's protection.
-                deadline = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
-            }
+        // Otherwise the guard re-arms HRTICK: the wakee may have shortened
+        // the running task's protection.
+        if rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, WakeFlags::NONE, now) {
+            rq.request_resched();
+            count(sh, waker, Counter::wakeup_preemptions);
         }
         t.st.set_state(RUNNING);
         drop(rq);
-        ticker::check_deadline(sh, deadline);
         count(
             sh,
             waker,
@@ -190,21 +196,12 @@ fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kin
     }
     let w = &sh.workers[target];
     let now = clock::now();
-    let mut rq = w.lock();
-    let preempt = activate(sh, w, &mut rq, t.clone(), kind, now);
-    w.publish_nr_running(sh, &rq);
-    let deadline = if preempt {
-        u64::MAX
-    } else {
-        w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick))
-    };
-    drop(rq);
-    if preempt {
-        w.set_flags(RESCHED);
+    let mut rq = w.lock_rq_from(sh, now, waker);
+    if activate(sh, w, &mut rq, t.clone(), kind, now) {
+        rq.request_resched();
         count(sh, waker, Counter::wakeup_preemptions);
-    } else {
-        ticker::check_deadline(sh, deadline);
     }
+    drop(rq);
     count(
         sh,
         waker,
@@ -246,11 +243,12 @@ pub(crate) fn activate(
         }
         flags = WakeFlags::NONE;
     } else {
-        let entity = t
-            .entity
-            .lock()
-            .take()
-            .expect("a task off every run queue keeps its entity");
+        // SAFETY: `t` is not queued (checked above, under this lock) and
+        // reached us through its claim: either we are the waker that set
+        // WAKING after observing NOT_QUEUED (ttwu_queue inline), or we
+        // drain the wakelist it was pushed to by that waker, or it is a new
+        // task posted by its spawner.
+        let entity = unsafe { t.take_entity() };
         let enqueue = if kind & activation::NEW != 0 {
             EnqueueFlags::INITIAL
         } else if kind & activation::MIGRATED != 0 {

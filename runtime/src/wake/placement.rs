@@ -9,8 +9,8 @@
 //! take locks.
 
 use super::count;
-use crate::runtime::shared::Shared;
 use crate::sched::Feature;
+use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::Tcb;
 use crate::worker::mask::WorkerMask;
@@ -19,11 +19,27 @@ use std::sync::atomic::Ordering;
 /// Most idle-bitmap candidates examined by one wake placement.
 pub(crate) const MAX_IDLE_PROBES: usize = 8;
 
-/// Chooses the worker `t` (last on `prev`) should wake on.
-pub(crate) fn select_worker(sh: &Shared, t: &Tcb, prev: usize, waker: Option<usize>) -> usize {
+/// Chooses the worker `t` (last on `prev`) should wake on. `sync`: the
+/// waker will probably block soon (WA_SYNC).
+pub(crate) fn select_worker(
+    sh: &Shared,
+    t: &Tcb,
+    prev: usize,
+    waker: Option<usize>,
+    sync: bool,
+) -> usize {
     let aff = &t.affinity;
     if aff.count() == 1 {
         return aff.lowest().expect("non-empty affinity");
+    }
+    // WA_SYNC: the waker's worker runs only the waker, which is about to
+    // block: the wakee runs there next (the nr_running mirror counts the
+    // running waker itself).
+    if let Some(w) = waker {
+        if sync && aff.contains(w) && sh.feature(Feature::WaSync) && sh.workers[w].nr_running() <= 1
+        {
+            return w;
+        }
     }
     let fallback = || {
         if aff.contains(prev) {

@@ -56,6 +56,18 @@ impl Waiter {
             }
         }
     }
+
+    /// Wakes it with the sync hint (the caller usually blocks next; see
+    /// the WA_SYNC feature).
+    pub(crate) fn wake_sync(&self) -> bool {
+        match self {
+            Waiter::Green(t) => super::wake_task_sync(t),
+            Waiter::Thread(th) => {
+                th.unpark();
+                true
+            }
+        }
+    }
 }
 
 /// Parks the caller until woken, `ready()` is true, or `deadline` passes

@@ -76,10 +76,11 @@ impl IdleState {
     }
 
     /// Back to running (after polling found work, or instead of a park).
-    /// `SeqCst`: pairs with the ticker's park re-check (time::ticker).
+    /// `Release`: nothing is paired with it (a waker that still reads the
+    /// old idle state only pays for a kick it did not need).
     pub(crate) fn set_running(&self) {
         if self.word.load(Ordering::Relaxed) != RUNNING {
-            self.word.store(RUNNING, Ordering::SeqCst);
+            self.word.store(RUNNING, Ordering::Release);
         }
     }
 
@@ -97,8 +98,8 @@ impl IdleState {
         if self.word.load(Ordering::Acquire) == PARKED {
             futex::wait(&self.word, PARKED, timeout);
         }
-        // SeqCst: pairs with the ticker's park re-check (time::ticker).
-        self.word.store(RUNNING, Ordering::SeqCst);
+        // Release, as in `set_running`.
+        self.word.store(RUNNING, Ordering::Release);
     }
 
     /// Hands over the reactor's waker (`io::reactor::get_or_init`).
@@ -117,9 +118,9 @@ impl IdleState {
 
     /// Back to running after parking in the reactor (call as soon as the
     /// epoll wait returns, so wakers stop paying for eventfd writes).
-    /// `SeqCst`: pairs with the ticker's park re-check (time::ticker).
+    /// `Release`, as in `set_running`.
     pub(crate) fn unpark_reactor(&self) {
-        self.word.store(RUNNING, Ordering::SeqCst);
+        self.word.store(RUNNING, Ordering::Release);
     }
 
     /// Wakes the worker if it is parked (on its futex, or in the reactor).

@@ -2,22 +2,38 @@
 //!
 //! Owns: each worker's shared state — its EEVDF run queue behind its own
 //! lock (with its timers and stack pool), its lock-free wakelist, its idle
-//! state (polling / parked) and its flag word (reschedule / tick pending) —
-//! and the worker loop (`run`): handle the task that just switched out,
-//! drain the wakelist, fire timers, pick with EEVDF, switch; when nothing is
-//! runnable, steal (newidle balance), poll, then park. Must not: decide
-//! policy (that is `sched`) or implement the wake protocol (that is `wake`).
+//! state (polling / parked), its flag word (reschedule, wakelist pending,
+//! recheck deadlines) and its clock-driven deadlines ([`Deadlines`]: tick,
+//! HRTICK, timers, I/O polls, all served by the worker itself) — and the
+//! worker loop (`run`): handle the task that just switched out, drain the
+//! wakelist, fire timers, pick with EEVDF, switch; when nothing is
+//! runnable, steal (newidle balance), poll, then park.
+//!
+//! # Who touches the run queue
+//!
+//! The queue is behind one lock, `Worker::lock_rq`, whose guard
+//! ([`RqGuard`]) applies every follow-up step of a change. Its owner takes
+//! it on every switch and preemption point (uncontended: one CAS). Other
+//! threads take it only for the kernel's inline paths — a remote wakeup
+//! with `NO_TTWU_QUEUE` (or to a busy worker with `NO_TTWU_QUEUE_DEFAULT`,
+//! or of a delayed task with `NO_TTWU_QUEUE_DELAYED`) — and for newidle
+//! balancing (both queues, in index order), statistics and feature
+//! changes. With the default features a remote waker never takes it: it
+//! posts to the wakelist, which the owner drains.
+//!
+//! Must not: decide policy (that is `sched`) or implement the wake
+//! protocol (that is `wake`).
 
 pub(crate) mod idle;
 pub mod mask;
 pub(crate) mod run;
 pub(crate) mod tls;
-pub(crate) mod wakelist;
 
 use crate::context::StackCache;
 use crate::lock::ShortLock;
-use crate::runtime::shared::Shared;
-use crate::sched::{Features, Params, RunQueue};
+use crate::lockfree::wakelist::WakeList;
+use crate::sched::{Feature, Features, Params, RunQueue};
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::task::TaskRef;
 use crate::task::Tcb;
@@ -26,17 +42,24 @@ use crossbeam_utils::CachePadded;
 use idle::IdleState;
 use parking_lot::MutexGuard;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use wakelist::WakeList;
 
 /// `flags` bit: a reschedule is pending (honoured at the next preemption point).
 pub(crate) const RESCHED: u32 = 1;
-/// `flags` bit: a tick period has passed (charge and check at the next preemption point).
-pub(crate) const TICK: u32 = 2;
-/// `flags` bit: a timer of this worker is due (switch so the scheduler fires it).
-pub(crate) const TIMER: u32 = 4;
+/// `flags` bit: another thread armed this worker's HRTICK earlier than its
+/// `next_event` (a remote inline wakeup shortened the running task's
+/// protection): the owner recomputes it at its next preemption point.
+pub(crate) const RECHECK: u32 = 2;
 /// `flags` bit: the wakelist has tasks to enqueue (the runtime's reschedule
 /// IPI: the running task's next preemption point drains it).
 pub(crate) const WAKELIST: u32 = 8;
+
+/// How often a busy worker polls the I/O reactor without blocking, at its
+/// preemption points and switches, while no idle worker is blocked in it
+/// (ns). An `epoll_wait` with a zero timeout costs about a microsecond, so
+/// this is about 2% of a busy worker's time while I/O is registered, and
+/// readiness reaches a busy runtime within this long plus the distance to
+/// the next preemption point.
+pub(crate) const BUSY_POLL_INTERVAL: u64 = 50_000;
 
 /// Shortest delay of the preemption timer (ns).
 const MIN_PREEMPT_DELAY: u64 = 10_000;
@@ -62,8 +85,10 @@ pub(crate) struct Worker {
     /// Earliest armed timer (ns), a mirror for the owner's cheap check.
     pub(crate) next_timer: AtomicU64,
     /// When the running task's protection or slice ends (ns; HRTICK), or
-    /// `u64::MAX`. The ticker delivers a `TICK` then.
+    /// `u64::MAX`.
     pub(crate) preempt_at: AtomicU64,
+    /// The owner's own clock-driven duties (see [`Deadlines`]).
+    pub(crate) deadlines: Deadlines,
     /// When this worker last kicked a parked worker to balance (ns; owner only).
     pub(crate) last_balance_kick: AtomicU64,
     /// Counters written only by this worker's OS thread.
@@ -73,6 +98,104 @@ pub(crate) struct Worker {
     /// stacks, outside the run-queue lock: it may `mmap`/`madvise`) and
     /// by shutdown; the lock is never contended.
     pub(crate) stacks: ShortLock<StackCache>,
+}
+
+/// A worker's run queue, locked to be changed.
+///
+/// Dropping it applies, in this order, the steps that must follow any
+/// change to a run queue:
+///
+/// 1. publish the queue length (`nr_running`, and the runtime's
+///    `overloaded` count) for placement, balancing and the park re-check;
+/// 2. arm the preemption timer (HRTICK) for the running task's new
+///    protection or slice end — unless a reschedule was requested — and
+///    refresh the worker's `next_event` ([`Deadlines`]);
+/// 3. unlock;
+/// 4. set `RESCHED` if a reschedule was requested (the running task
+///    honours it at its next preemption point).
+///
+/// Kicking a parked worker stays with the caller: only a remote inline
+/// enqueue needs it.
+pub(crate) struct RqGuard<'a> {
+    sh: &'a Shared,
+    w: &'a Worker,
+    now: u64,
+    resched: bool,
+    /// The locker is the worker's own thread.
+    owner: bool,
+    rq: Option<MutexGuard<'a, Rq>>,
+}
+
+impl RqGuard<'_> {
+    /// Asks the running task to reschedule (a wakeup or the tick preempts it).
+    #[inline]
+    pub(crate) fn request_resched(&mut self) {
+        self.resched = true;
+    }
+}
+
+impl std::ops::Deref for RqGuard<'_> {
+    type Target = Rq;
+    #[inline]
+    fn deref(&self) -> &Rq {
+        self.rq.as_ref().expect("locked until dropped")
+    }
+}
+
+impl std::ops::DerefMut for RqGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Rq {
+        self.rq.as_mut().expect("locked until dropped")
+    }
+}
+
+impl Drop for RqGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let Some(rq) = self.rq.take() else { return };
+        self.w.publish_nr_running(self.sh, &rq);
+        if !self.resched {
+            self.w
+                .arm_preempt(&rq, self.now, self.sh.feature(Feature::Hrtick), self.owner);
+        }
+        drop(rq);
+        if self.resched {
+            self.w.set_flags(RESCHED);
+        }
+    }
+}
+
+/// When a busy worker must next look up from the running task: the
+/// earliest of its tick, its HRTICK preemption, its earliest timer and its
+/// next I/O poll. A busy worker serves all four itself — `preempt_point`
+/// compares the cheap clock (`time::clock`) with `next_event` and takes the
+/// slow path when it has passed — so no helper thread has to be scheduled
+/// on a busy CPU to deliver them on time.
+///
+/// Every field is written only by the owner, so no two writers can undo
+/// each other and no lock is needed. The one input another thread changes
+/// is `preempt_at`, when a remote inline wakeup (under this worker's
+/// run-queue lock) shortens the running task's protection: that waker then
+/// sets the [`RECHECK`] flag (`Release`, after its store of `preempt_at`),
+/// and the owner, whose preemption point sees any flag, recomputes
+/// `next_event` after reading the flags (`Acquire`).
+pub(crate) struct Deadlines {
+    /// min(next_tick, preempt_at, next_timer, next_poll) (ns; owner only).
+    pub(crate) next_event: AtomicU64,
+    /// The next periodic tick (ns).
+    pub(crate) next_tick: AtomicU64,
+    /// The next busy poll of the I/O reactor (ns).
+    pub(crate) next_poll: AtomicU64,
+}
+
+impl Deadlines {
+    fn new() -> Self {
+        Deadlines {
+            next_event: AtomicU64::new(0),
+            next_tick: AtomicU64::new(0),
+            next_poll: AtomicU64::new(0),
+        }
+    }
 }
 
 pub(crate) struct Hot {
@@ -104,16 +227,47 @@ impl Worker {
             }),
             next_timer: AtomicU64::new(u64::MAX),
             preempt_at: AtomicU64::new(u64::MAX),
+            deadlines: Deadlines::new(),
             last_balance_kick: AtomicU64::new(0),
             stats: CachePadded::new(Counters::new()),
             stacks: ShortLock::new(stacks),
         }
     }
 
-    /// Locks the run queue.
+    /// Locks the run queue without its follow-up steps: for what does not
+    /// change the queue (timers, stacks, counters, shutdown) and for the
+    /// balancer, which holds two queues and publishes both itself.
     #[inline]
     pub(crate) fn lock(&self) -> MutexGuard<'_, Rq> {
         self.rq.lock()
+    }
+
+    /// Locks the run queue to change it, at time `now` (the caller's one
+    /// clock read), from the worker's own thread. The guard applies every
+    /// follow-up step when it is dropped (see [`RqGuard`]), so no path that
+    /// changes a queue can forget one.
+    #[inline]
+    pub(crate) fn lock_rq<'a>(&'a self, sh: &'a Shared, now: u64) -> RqGuard<'a> {
+        self.lock_rq_from(sh, now, Some(self.index))
+    }
+
+    /// [`lock_rq`](Self::lock_rq) from a waker running on worker `from`
+    /// (`None`: an OS thread outside the runtime).
+    #[inline]
+    pub(crate) fn lock_rq_from<'a>(
+        &'a self,
+        sh: &'a Shared,
+        now: u64,
+        from: Option<usize>,
+    ) -> RqGuard<'a> {
+        RqGuard {
+            sh,
+            w: self,
+            now,
+            resched: false,
+            owner: from == Some(self.index),
+            rq: Some(self.rq.lock()),
+        }
     }
 
     /// The idle state.
@@ -122,10 +276,17 @@ impl Worker {
         &self.hot.idle
     }
 
-    /// The pending-work flags (`RESCHED`, `TICK`).
+    /// The pending-work flags (`RESCHED`, `RECHECK`, `WAKELIST`).
     #[inline]
     pub(crate) fn flags(&self) -> u32 {
         self.hot.flags.load(Ordering::Relaxed)
+    }
+
+    /// The flags, ordered before the reads that follow (`Acquire`: pairs
+    /// with `RECHECK`'s `Release`).
+    #[inline]
+    pub(crate) fn flags_acquire(&self) -> u32 {
+        self.hot.flags.load(Ordering::Acquire)
     }
 
     /// Sets flag bits (any thread).
@@ -149,14 +310,19 @@ impl Worker {
     }
 
     /// Refreshes the mirror after the queue changed (under the lock).
-    /// `SeqCst`: a waker that enqueued inline and then checks whether the
-    /// worker is parked pairs with the worker's park-time re-check.
+    ///
+    /// `Release`, not `SeqCst` (an `xchg`, a full barrier, on every queue
+    /// change): the one reader that needs store→load ordering is the park
+    /// re-check of a worker that a remote waker enqueued onto inline, and
+    /// that waker's next step is `IdleState::kick`, which starts with a
+    /// `SeqCst` fence — the same fence pair as the wakelist's Dekker
+    /// argument (`worker::idle`).
     #[inline]
     pub(crate) fn publish_nr_running(&self, sh: &Shared, rq: &Rq) {
         let n = rq.q.nr_queued();
         let old = self.hot.nr_running.load(Ordering::Relaxed);
         if old != n {
-            self.hot.nr_running.store(n, Ordering::SeqCst);
+            self.hot.nr_running.store(n, Ordering::Release);
             // The "someone has a task to spare" count that gates newidle
             // balancing (the kernel's root-domain `overloaded`): touched only
             // when this queue crosses two tasks, so it stays read-mostly.
@@ -176,8 +342,11 @@ impl Worker {
     pub(crate) fn arm_timer(&self, rq: &mut Rq, deadline: u64, task: TaskRef) {
         rq.timers.insert(deadline, task);
         if deadline < self.next_timer.load(Ordering::Relaxed) {
-            // SeqCst: pairs with the ticker's re-scan (time::ticker).
-            self.next_timer.store(deadline, Ordering::SeqCst);
+            self.next_timer.store(deadline, Ordering::Relaxed);
+            let d = &self.deadlines;
+            if deadline < d.next_event.load(Ordering::Relaxed) {
+                d.next_event.store(deadline, Ordering::Relaxed);
+            }
         }
     }
 
@@ -186,16 +355,36 @@ impl Worker {
         rq.timers.expire(now, out);
         self.next_timer.store(
             rq.timers.next_deadline().unwrap_or(u64::MAX),
-            Ordering::SeqCst,
+            Ordering::Relaxed,
         );
+        self.refresh_next_event();
+    }
+
+    /// Recomputes `next_event` from its parts (owner only).
+    #[inline]
+    pub(crate) fn refresh_next_event(&self) {
+        let d = &self.deadlines;
+        let e = d
+            .next_tick
+            .load(Ordering::Relaxed)
+            .min(d.next_poll.load(Ordering::Relaxed))
+            .min(self.preempt_at.load(Ordering::Relaxed))
+            .min(self.next_timer.load(Ordering::Relaxed));
+        d.next_event.store(e, Ordering::Relaxed);
+    }
+
+    /// Whether something clock-driven is due at `now` (the preemption
+    /// point's check: one relaxed load).
+    #[inline]
+    pub(crate) fn event_due(&self, now: u64) -> bool {
+        now >= self.deadlines.next_event.load(Ordering::Relaxed)
     }
 
     /// Arms the preemption timer for the current task (under the lock):
     /// `now` + the time until its protection or slice ends (HRTICK), or
-    /// disarms it. Returns the earliest instant the ticker must wake for
-    /// this worker (timer or preemption); the caller passes it to
-    /// `ticker::check_deadline` after dropping the lock.
-    pub(crate) fn arm_preempt(&self, rq: &Rq, now: u64, hrtick: bool) -> u64 {
+    /// disarms it; then the owner refreshes `next_event`, and another
+    /// thread that armed it earlier than that asks the owner to (`RECHECK`).
+    fn arm_preempt(&self, rq: &Rq, now: u64, hrtick: bool, owner: bool) {
         let at = if hrtick {
             // At least MIN_PREEMPT_DELAY away, like the kernel's hrtick
             // minimum: a horizon that has just passed is handled by the
@@ -206,13 +395,14 @@ impl Worker {
             u64::MAX
         };
         if self.preempt_at.load(Ordering::Relaxed) != at {
-            // Not SeqCst (this runs on every switch, and a SeqCst store is a
-            // full barrier): if this store races with the ticker's planning,
-            // the ticker may sleep until its next tick, so the preemption is
-            // at most one tick late — what it would be without HRTICK.
-            self.preempt_at.store(at, Ordering::Release);
+            self.preempt_at.store(at, Ordering::Relaxed);
         }
-        at.min(self.next_timer.load(Ordering::Relaxed))
+        if owner {
+            self.refresh_next_event();
+        } else if at < self.deadlines.next_event.load(Ordering::Relaxed) {
+            // Release: the owner's Acquire read of the flags then sees `at`.
+            self.hot.flags.fetch_or(RECHECK, Ordering::Release);
+        }
     }
 
     /// Hands `t` to this worker's wakelist (the waker has claimed it and set

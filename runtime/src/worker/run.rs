@@ -11,14 +11,14 @@
 //! down); no allocation or syscall in the steady state. Must not: run user
 //! code on the scheduler stack (timers only wake tasks).
 
-use super::{idle as idle_state, tls, Rq, Worker, RESCHED, TICK, TIMER, WAKELIST};
+use super::{idle as idle_state, tls, Rq, Worker, BUSY_POLL_INTERVAL, RECHECK, RESCHED, WAKELIST};
 use crate::context::{GreenStack, Resumed, Switch};
-use crate::runtime::shared::Shared;
 use crate::sched::{Dequeue, DequeueFlags, Feature, Pick};
+use crate::shared::Shared;
 use crate::stats::Counter;
-use crate::task::state::{BLOCKED, DEAD, NOT_QUEUED, QUEUED, RUNNING};
+use crate::task::state::{BLOCKED, DEAD, QUEUED, RUNNING};
 use crate::task::{TaskRef, Tcb};
-use crate::time::{clock, ticker};
+use crate::time::clock;
 use crate::wake::{self, balance};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
@@ -85,7 +85,8 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     if w.next_timer.load(Ordering::Relaxed) <= now {
         fire_timers(w, now, &mut local.expired);
     }
-    let mut rq = w.lock();
+    busy_poll(sh, w, now);
+    let mut rq = w.lock_rq(sh, now);
     let prev = local.prev.take();
     let mut preempted: Option<(u64, bool)> = None;
     let prev_id = prev.as_ref().map(|(p, _)| p.get().id);
@@ -98,18 +99,17 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     }
     loop {
         drain_wakelist(sh, w, &mut rq, now);
-        w.clear_flags(TICK | TIMER);
+        // the guard recomputes next_event when it is dropped
+        w.clear_flags(RECHECK);
         if sh.is_shutdown() {
             drop(rq);
             recycle_stack(w, freed_stack.take());
             return None;
         }
         if let Some(next) = pick(w, &mut rq, now) {
-            w.publish_nr_running(sh, &rq);
-            let deadline = w.arm_preempt(&rq, now, sh.feature(Feature::Hrtick));
+            // publishes the queue length and arms HRTICK for `next`
             drop(rq);
             recycle_stack(w, freed_stack.take());
-            ticker::check_deadline(sh, deadline);
             if prev_id != Some(next.get().id) {
                 w.stats.inc(Counter::context_switches);
                 if let Some((_, tick)) = preempted {
@@ -121,7 +121,6 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
             }
             return Some(next);
         }
-        w.publish_nr_running(sh, &rq);
         drop(rq);
         recycle_stack(w, freed_stack.take());
         go_idle(sh, w, local);
@@ -129,7 +128,7 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
         if w.next_timer.load(Ordering::Relaxed) <= now {
             fire_timers(w, now, &mut local.expired);
         }
-        rq = w.lock();
+        rq = w.lock_rq(sh, now);
     }
 }
 
@@ -191,12 +190,7 @@ fn handle_prev(
                 };
                 match rq.q.dequeue(slot, DequeueFlags::SLEEP, now) {
                     Dequeue::Delayed => w.stats.inc(Counter::delayed_dequeues),
-                    Dequeue::Removed(entity, task) => {
-                        *task.entity.lock() = Some(entity);
-                        // Release: the saved entity happens-before a
-                        // waker's acquire read of NOT_QUEUED.
-                        task.st.set_on_rq(NOT_QUEUED);
-                    }
+                    Dequeue::Removed(entity, task) => task.save_entity(entity),
                 }
                 if let Some((deadline, task)) = timer {
                     w.arm_timer(rq, deadline, task);
@@ -260,13 +254,31 @@ fn pick(w: &Worker, rq: &mut Rq, now: u64) -> Option<Running> {
                 return Some(t);
             }
             Pick::FinishedDelayed(entity, task) => {
-                *task.entity.lock() = Some(entity);
                 // Release: a waker may take the task and migrate it at once.
-                task.st.set_on_rq(NOT_QUEUED);
+                task.save_entity(entity);
                 w.stats.inc(Counter::delayed_finished_at_pick);
             }
             Pick::Empty => return None,
         }
+    }
+}
+
+/// A busy worker's paced, non-blocking poll of the I/O reactor, at its
+/// switches and preemption points: at most once per
+/// [`BUSY_POLL_INTERVAL`], and a no-op while an idle worker is blocked in
+/// the reactor (it gets the events itself) or nothing is registered. The
+/// caller refreshes `next_event` afterwards. Readiness it finds becomes
+/// ordinary wakeups (often onto this worker).
+#[inline]
+pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) {
+    let d = &w.deadlines;
+    if now < d.next_poll.load(Ordering::Relaxed) {
+        return;
+    }
+    d.next_poll
+        .store(now + BUSY_POLL_INTERVAL, Ordering::Relaxed);
+    if let Some(r) = crate::io::reactor::get(sh) {
+        r.poll_now();
     }
 }
 
@@ -383,7 +395,21 @@ fn park_in_reactor(sh: &Shared, w: &Worker, r: &crate::io::reactor::Reactor) {
     }
     w.idle().unpark_reactor();
     r.release_poller();
-    ticker::worker_unparked(sh);
+    // This worker is about to run tasks: hand the poller role to a worker
+    // sleeping on its futex, so readiness keeps waking a thread directly
+    // (it idles again and parks in the reactor) instead of waiting for
+    // this worker's paced busy polls.
+    if r.has_registrations() {
+        if let Some(o) = sh
+            .workers
+            .iter()
+            .find(|o| o.index != w.index && o.idle().get() == idle_state::PARKED)
+        {
+            if o.idle().kick() {
+                w.stats.inc(Counter::kicks);
+            }
+        }
+    }
 }
 
 /// Parks on the worker's futex (the original park path, unchanged).
@@ -396,7 +422,4 @@ fn park_on_futex(sh: &Shared, w: &Worker) {
     } else {
         w.idle().set_running();
     }
-    // We were visible as PARKED: the ticker may have parked because of it,
-    // so tell it we are running again (time::ticker protocol).
-    ticker::worker_unparked(sh);
 }

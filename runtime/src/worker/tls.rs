@@ -1,23 +1,22 @@
-//! Thread-local access to "the worker I run on" and "the task I am".
+//! Thread-local access to "the worker I run on" ("the task I am" is
+//! `task::current`).
 //!
-//! Owns: the two thread-locals of the runtime and the rule that makes them
-//! safe with migrating green threads: every access goes through an
-//! `#[inline(never)]` function, so no caller can keep a thread-local address
-//! computed before a switch (LLVM may otherwise cache the TLS base across a
-//! call that, for a green thread, resumes on another OS thread). Callers
-//! must not hold the returned references across a switch either: re-fetch
-//! after every call that may block, yield or preempt. Must not: be read on
-//! behalf of another thread.
+//! Owns: the worker thread-local and the rule that makes it safe with
+//! migrating green threads: every read goes through an `#[inline(never)]`
+//! function, so no caller can keep a thread-local address computed before
+//! a switch (LLVM may otherwise cache the TLS base across a call that, for
+//! a green thread, resumes on another OS thread). Callers must not hold the
+//! returned references across a switch either: re-fetch after every call
+//! that may block, yield or preempt. Must not: be read on behalf of
+//! another thread.
 
-use crate::runtime::shared::Shared;
-use crate::task::Tcb;
+use crate::shared::Shared;
 use crate::worker::Worker;
 use std::cell::Cell;
 use std::ptr;
 
 thread_local! {
     static WORKER: Cell<(*const Shared, usize)> = const { Cell::new((ptr::null(), 0)) };
-    static CURRENT: Cell<*const Tcb> = const { Cell::new(ptr::null()) };
 }
 
 /// Marks this OS thread as worker `index` of `shared` until [`leave_worker`].
@@ -55,37 +54,4 @@ pub(crate) fn this_worker() -> Option<(&'static Shared, &'static Worker)> {
     worker().map(|(s, i)| (s, &s.workers[i]))
 }
 
-/// Sets the running task (the worker does this around each resume).
-pub(crate) fn set_current(t: *const Tcb) {
-    CURRENT.with(|c| c.set(t));
-}
-
-/// The green thread running on this OS thread, if any.
-#[inline(never)]
-pub(crate) fn current() -> Option<&'static Tcb> {
-    let p = CURRENT.with(|c| c.get());
-    if p.is_null() {
-        None
-    } else {
-        // SAFETY: the worker sets CURRENT to a task it holds a strong
-        // reference to for the whole resume and clears it afterwards; only
-        // code running on that task's stack, during that resume, reads it.
-        Some(unsafe { &*p })
-    }
-}
-
-/// A strong reference to the running green thread, if any.
-pub(crate) fn current_ref() -> Option<crate::task::TaskRef> {
-    let p = CURRENT.with(|c| c.get());
-    if p.is_null() {
-        None
-    } else {
-        // SAFETY: `p` comes from `Arc::as_ptr` of a task the worker holds a
-        // strong reference to for the whole resume (see `current`), so the
-        // count is at least one while we add ours.
-        unsafe {
-            std::sync::Arc::increment_strong_count(p);
-            Some(std::sync::Arc::from_raw(p))
-        }
-    }
-}
+pub(crate) use crate::task::current::{current, current_ref, set_current};

@@ -255,11 +255,13 @@ fn take<T>(n: &Node<T>) -> T {
         .expect("a completed channel node holds its message")
 }
 
-/// Wakes a sleeper (lock released) and honours a pending reschedule.
+/// Wakes a sleeper (lock released) with the sync hint — a channel's
+/// caller usually blocks next, like a kernel pipe writer (WA_SYNC) — and
+/// honours a pending reschedule.
 #[inline]
 fn wake_one(w: Option<Waiter>) {
     if let Some(w) = w {
-        platform::wake(w);
+        platform::wake_sync(w);
         platform::preempt();
     }
 }

@@ -1,20 +1,23 @@
-//! State shared by every worker of one runtime.
+//! The hub of one runtime: what every layer below the public API shares.
 //!
 //! Owns: the workers, the idle-worker bitmap, the configuration, the live
-//! feature switches, the task registry, the shutdown flag, the ticker's
-//! futex word, the external statistics row and the I/O reactor (created
-//! lazily by `io::reactor::get_or_init`) and the `spawn_blocking` pool
-//! (created at its first use). Must not: run anything.
+//! feature switches, the task registry, the shutdown flag, the external
+//! statistics row, the I/O reactor's slot (created lazily by
+//! `io::reactor::get_or_init`) and the `spawn_blocking` pool's slot. It lives at the crate root, beside the
+//! layers rather than in the top one (`runtime/`), because every layer
+//! holds it: a task points to its runtime, workers and wakers find each
+//! other through it. Must not: run anything, or hold logic beyond simple
+//! accessors.
 
-use super::blocking::BlockingPool;
-use super::registry::Registry;
 use crate::context::GuardPolicy;
 use crate::io::reactor::Reactor;
+use crate::runtime::blocking::BlockingPool;
 use crate::sched::{Feature, Features};
 use crate::stats::Counters;
+use crate::task::registry::Registry;
 use crate::worker::mask::AtomicMask;
 use crate::worker::Worker;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -28,8 +31,6 @@ pub(crate) struct Config {
     pub(crate) idle_spin: Duration,
     pub(crate) stack_pool: usize,
     pub(crate) name: String,
-    /// Nice level the ticker thread asks for (`Builder::ticker_nice`).
-    pub(crate) ticker_nice: i32,
     /// How stacks are protected (`Builder::stack_guard`, `stack_map_budget`).
     pub(crate) stack_guard: GuardPolicy,
     /// Bound on the blocking pool's threads (`Builder::max_blocking_threads`).
@@ -49,16 +50,6 @@ pub(crate) struct Shared {
     features: AtomicU32,
     pub(crate) registry: Registry,
     pub(crate) shutdown: AtomicBool,
-    /// The ticker's state (`ticker::RUNNING` / `ticker::PARKED` / `ticker::STOP`).
-    pub(crate) ticker_state: AtomicU32,
-    /// The ticker's futex word: bumped to wake it (see `time::ticker`).
-    pub(crate) ticker_seq: AtomicU32,
-    /// The ticker sleeps in the I/O reactor (a poke must write its eventfd).
-    pub(crate) ticker_in_reactor: AtomicBool,
-    /// When the ticker plans to wake next (ns).
-    pub(crate) ticker_deadline: AtomicU64,
-    /// The nice level the ticker thread runs at (set once it has started).
-    pub(crate) ticker_nice: AtomicI32,
     pub(crate) external: Counters,
     next_task_id: AtomicU64,
     /// Round-robin cursor for spawns from outside the runtime.
@@ -81,11 +72,6 @@ impl Shared {
             config,
             features: AtomicU32::new(features.bits()),
             shutdown: AtomicBool::new(false),
-            ticker_state: AtomicU32::new(0),
-            ticker_seq: AtomicU32::new(0),
-            ticker_deadline: AtomicU64::new(0),
-            ticker_nice: AtomicI32::new(0),
-            ticker_in_reactor: AtomicBool::new(false),
             external: Counters::new(),
             next_task_id: AtomicU64::new(1),
             spawn_cursor: AtomicUsize::new(0),

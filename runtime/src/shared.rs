@@ -3,8 +3,8 @@
 //! Owns: the workers, the idle-worker bitmap, the configuration, the live
 //! feature switches, the task registry, the shutdown flag, the external
 //! statistics row, the scheduling trace, the I/O reactor's slot (created lazily by
-//! `io::reactor::get_or_init`) and the `spawn_blocking` pool (created at
-//! its first use). It lives at the crate root, beside the layers rather
+//! `io::reactor::get_or_init`) and the `spawn_blocking` pool's slot (the pool
+//! itself is `runtime::blocking`'s). It lives at the crate root, beside the layers rather
 //! than in the top one (`runtime/`), because every layer holds it: a task
 //! points to its runtime, workers and wakers find each other through it.
 //! Must not: run anything, or hold logic beyond simple accessors.

@@ -239,6 +239,7 @@ fn the_kernel_preset_is_the_kernels_defaults() {
         "NO_HRTICK",
         "NO_TTWU_QUEUE_DEFAULT",
         "NO_TTWU_QUEUE_DELAYED",
+        "NO_WA_SYNC",
         "NO_SPAWN_LOCAL",
     ] {
         assert!(f.contains(off), "{f}");

@@ -189,13 +189,14 @@ impl Features {
     /// assert!(!k.is_enabled(Feature::Hrtick));
     /// assert!(k.is_enabled(Feature::DelayDequeue));
     /// assert_eq!(Features::parse("kernel").unwrap(), k);
-    /// assert_eq!(k.diff_from_default(), "NO_HRTICK,NO_TTWU_QUEUE_DELAYED,NO_TTWU_QUEUE_DEFAULT,NO_SPAWN_LOCAL");
+    /// assert_eq!(k.diff_from_default(), "NO_HRTICK,NO_TTWU_QUEUE_DELAYED,NO_TTWU_QUEUE_DEFAULT,NO_WA_SYNC,NO_SPAWN_LOCAL");
     /// ```
     pub fn kernel() -> Self {
         Self::default()
             .with(Feature::Hrtick, false)
             .with(Feature::TtwuQueueDefault, false)
             .with(Feature::TtwuQueueDelayed, false)
+            .with(Feature::WaSync, false)
             .with(Feature::SpawnLocal, false)
     }
 

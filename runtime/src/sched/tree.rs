@@ -53,6 +53,24 @@ pub(crate) struct Node {
     pub(crate) sub_min_slice: u64,
 }
 
+impl Node {
+    /// A linked node with no children: its subtree is itself.
+    fn leaf(vdl: u64, vrt: u64, slice: u64) -> Node {
+        Node {
+            left: NIL,
+            right: NIL,
+            parent: NIL,
+            height: 1,
+            linked: true,
+            vdl,
+            vrt,
+            slice,
+            sub_min_vrt: vrt,
+            sub_min_slice: slice,
+        }
+    }
+}
+
 const EMPTY: Node = Node {
     left: NIL,
     right: NIL,
@@ -282,18 +300,7 @@ impl AugTree {
             self.nodes.resize(idx + 1, EMPTY);
         }
         assert!(!self.nodes[idx].linked, "tree: index {i} inserted twice");
-        self.nodes[idx] = Node {
-            left: NIL,
-            right: NIL,
-            parent: NIL,
-            height: 1,
-            linked: true,
-            vdl,
-            vrt,
-            slice,
-            sub_min_vrt: vrt,
-            sub_min_slice: slice,
-        };
+        self.nodes[idx] = Node::leaf(vdl, vrt, slice);
         self.len += 1;
         if self.root == NIL {
             self.root = i;
@@ -342,18 +349,7 @@ impl AugTree {
         }
         assert!(!self.nodes[idx].linked, "tree: index {i} inserted twice");
         self.nodes[out as usize] = EMPTY;
-        self.nodes[idx] = Node {
-            left: NIL,
-            right: NIL,
-            parent: NIL,
-            height: 1,
-            linked: true,
-            vdl,
-            vrt,
-            slice,
-            sub_min_vrt: vrt,
-            sub_min_slice: slice,
-        };
+        self.nodes[idx] = Node::leaf(vdl, vrt, slice);
         self.root = i;
         self.leftmost = i;
     }

@@ -507,19 +507,6 @@ struct Results {
     counters: Option<String>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 fn run_side(args: &Args, svc: &Arc<Service>, side: Side, r: &mut Results) -> Result<(), String> {
     let (server, addr) = match side {
         Side::Green => start_green(args, svc.clone())?,
@@ -607,18 +594,24 @@ fn run(args: &Args) -> Result<bool, String> {
         println!(
             "{:<10}{:>14.0}{:>14}{:>14}{:>14.0}{:>12}",
             side.name(),
-            median(r.rps.clone()),
-            fmt_us(median(r.p50.clone())),
-            fmt_us(median(r.p99.clone())),
-            median(r.heavy_rps.clone()),
+            examples::median(r.rps.clone()),
+            fmt_us(examples::median(r.p50.clone())),
+            fmt_us(examples::median(r.p99.clone())),
+            examples::median(r.heavy_rps.clone()),
             r.errors.len()
         );
     }
     let [g, t] = &results;
     println!(
         "eevdf-rt / tokio: throughput {}, latency-route p99 {} (medians of {} interleaved rounds)",
-        fmt_ratio(median(g.rps.clone()), median(t.rps.clone())),
-        fmt_ratio(median(g.p99.clone()), median(t.p99.clone())),
+        fmt_ratio(
+            examples::median(g.rps.clone()),
+            examples::median(t.rps.clone())
+        ),
+        fmt_ratio(
+            examples::median(g.p99.clone()),
+            examples::median(t.p99.clone())
+        ),
         args.rounds
     );
     println!("mixed phase, per round: latency-route p99 (workers' OS wait: runnable, not running)");
@@ -653,7 +646,7 @@ fn run(args: &Args) -> Result<bool, String> {
             .map(|(s, r)| plot::Side {
                 name: s.name(),
                 latency: r.latency.as_ref().unwrap_or(&empty),
-                throughput: median(r.rps.clone()),
+                throughput: examples::median(r.rps.clone()),
             })
             .collect();
         plot::latency_and_throughput(

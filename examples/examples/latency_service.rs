@@ -892,7 +892,7 @@ fn print_table(outcomes: &[Outcome]) {
     if outcomes.iter().any(|o| o.rounds.len() > 1) {
         row(
             "p99, median round",
-            &|o| median(o.rounds.iter().map(|r| r.0)),
+            &|o| examples::median(o.rounds.iter().map(|r| r.0)),
             &fmt_us,
         );
         println!(
@@ -939,20 +939,5 @@ per round: p99 (workers' OS wait)"
             fmt_ratio(tp, gp),
             fmt_ratio(g.batch_rate(), t.batch_rate()),
         );
-    }
-}
-
-/// The median of some values (NaN if none).
-fn median(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }

@@ -362,6 +362,23 @@ fn feature_ab() {
 }
 
 #[test]
+fn stuck() {
+    let out = run_ok(
+        "stuck",
+        &["--rounds", "1", "--block-ms", "40", "--spin-ms", "40"],
+    );
+    for row in [
+        "scenario=blocking handoff=on",
+        "scenario=spinning handoff=off",
+        "scenario=spawn_blocking handoff=on",
+    ] {
+        assert!(out.contains(row), "no `{row}` in:\n{out}");
+    }
+    run_bad("stuck", &["--rounds", "0"]);
+    run_bad("stuck", &["--block-ms", "0"]);
+}
+
+#[test]
 fn http_service() {
     let dir = std::env::temp_dir().join(format!("http_service_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

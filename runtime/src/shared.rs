@@ -39,6 +39,8 @@ pub(crate) struct Config {
     pub(crate) blocking_keep_alive: Duration,
     /// The resolved I/O driver (`Uring` or `Epoll`, never `Auto`).
     pub(crate) io_driver: crate::io::IoDriver,
+    /// Hand-off threshold, already at least two ticks (`Builder::handoff`).
+    pub(crate) handoff: Option<Duration>,
 }
 
 /// The runtime's shared state.
@@ -67,11 +69,14 @@ pub(crate) struct Shared {
     /// The io_uring driver's shared part, when the runtime uses io_uring
     /// (the rings themselves belong to the worker threads, `io::uring`).
     pub(crate) uring: Option<crate::io::uring::Driver>,
+    /// The hand-off of stuck workers (`worker::handoff`), unless disabled.
+    pub(crate) handoff: Option<crate::worker::handoff::HandOff>,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config, features: Features, workers: Box<[Worker]>) -> Self {
         let workers_len = workers.len();
+        let handoff = config.handoff.map(crate::worker::handoff::HandOff::new);
         let uring = (config.io_driver == crate::io::IoDriver::Uring)
             .then(|| crate::io::uring::Driver::new(workers.len()));
         Shared {
@@ -90,6 +95,7 @@ impl Shared {
             blocking: OnceLock::new(),
             trace: crate::trace::Tracer::new(workers_len),
             uring,
+            handoff,
         }
     }
 

@@ -113,6 +113,9 @@ counters! {
     resched_ineligible,
     /// Shortest-slice wakeups that only shortened the running task's protection (policy).
     protection_shortened,
+    /// Times this worker was taken from an OS thread stuck in one green thread
+    /// and given to a standby thread (hand-off; counted by the monitor).
+    handoffs,
     /// `io_uring_enter` calls of this worker's ring (the io_uring I/O driver).
     io_uring_enters,
     /// I/O operations completed through this worker's ring.

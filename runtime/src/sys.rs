@@ -32,9 +32,12 @@ pub(crate) mod futex {
         }
     }
 
-    /// Wakes one waiter sleeping on `word`.
+    /// Wakes every waiter sleeping on `word`. A worker's idle word has one
+    /// sleeping thread, but after a hand-off (`worker::handoff`) the old
+    /// thread's io_uring ring may still hold a futex wait armed on it; waking
+    /// one could wake that stale wait instead of the worker.
     pub(crate) fn wake(word: &AtomicU32) {
-        let _ = AsFutex::<Private>::as_futex(word).wake(1);
+        let _ = AsFutex::<Private>::as_futex(word).wake(i32::MAX);
     }
 }
 
@@ -79,4 +82,52 @@ pub(crate) fn allowed_cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
+}
+
+/// The calling thread's kernel thread id.
+pub(crate) fn gettid() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// The calling thread's CPU-time clock id (for [`cpu_clock_ns`] from any
+/// thread of the process).
+pub(crate) fn thread_cpu_clock() -> libc::clockid_t {
+    let mut id: libc::clockid_t = 0;
+    // SAFETY: `pthread_self()` is the calling, live thread and `id` is a
+    // valid place for the result.
+    let r = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) };
+    if r == 0 {
+        id
+    } else {
+        libc::CLOCK_THREAD_CPUTIME_ID
+    }
+}
+
+/// The time on `clock` in ns (a thread's CPU-time clock); 0 on error.
+pub(crate) fn cpu_clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; an invalid clock id (a
+    // thread that has exited) only makes the call fail with EINVAL.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Whether thread `tid` of this process is runnable (state `R`: running or
+/// waiting for a CPU), from `/proc/self/task/<tid>/stat`. `false` if it is
+/// sleeping or the file cannot be read.
+pub(crate) fn thread_runnable(tid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may
+    // itself contain spaces or parentheses: take the last ')'.
+    stat.rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next())
+        .is_some_and(|s| s == "R")
 }

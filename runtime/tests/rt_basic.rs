@@ -304,28 +304,49 @@ fn stats_table_and_counts() {
 }
 
 /// Workers serve their own ticks, timers, preemption deadlines and I/O
-/// polls: a runtime runs exactly one OS thread per worker, and timers still
-/// fire on a busy worker.
+/// polls: a runtime runs exactly one OS thread per worker (plus, with
+/// hand-off on, its monitor, which delivers nothing), and timers still fire
+/// on a busy worker.
 #[test]
 fn a_runtime_runs_only_its_workers() {
+    let threads = |prefix: &str| {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+            .filter(|comm| comm.starts_with(prefix))
+            .map(|comm| comm.trim().to_string())
+            .collect::<Vec<_>>()
+    };
+    // (a thread names itself when it starts running)
+    let settle = |prefix: &str, n: usize| {
+        let t = std::time::Instant::now();
+        while threads(prefix).len() < n && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut names = threads(prefix);
+        names.sort();
+        names
+    };
+    {
+        let rt = Builder::new()
+            .workers(2)
+            .thread_name("coop-w")
+            .handoff(None)
+            .build()
+            .unwrap();
+        assert_eq!(settle("coop-w", 2), ["coop-w-w0", "coop-w-w1"]);
+        rt.shutdown();
+    }
     let rt = Builder::new()
         .workers(2)
         .thread_name("only-w")
         .build()
         .unwrap();
-    let ours = || {
-        std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
-            .filter(|comm| comm.starts_with("only-w"))
-            .count()
-    };
-    // (a thread names itself when it starts running)
-    let t = std::time::Instant::now();
-    while ours() < 2 && t.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(ours(), 2, "one thread per worker and nothing else");
+    assert_eq!(
+        settle("only-w", 3),
+        ["only-w-monitor", "only-w-w0", "only-w-w1"],
+        "one thread per worker and the hand-off monitor"
+    );
     // A sleeper beside a CPU-bound task on one worker: its timer is fired by
     // the busy worker itself, at a preemption point.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -353,5 +374,5 @@ fn a_runtime_runs_only_its_workers() {
     // generous: a timer that waited for a tick thread or never fired would
     // show up as far more, or as a hang caught by the test harness
     assert!(slept < Duration::from_millis(500), "{slept:?}");
-    assert_eq!(ours(), 2);
+    assert_eq!(threads("only-w").len(), 3, "no hand-off thread was needed");
 }

@@ -309,10 +309,11 @@ impl WorkerRing {
     }
 }
 
-impl Drop for WorkerRing {
-    /// The worker thread exits: cancel everything in flight and reap until
-    /// the last operation completed (module docs: "Shutdown").
-    fn drop(&mut self) {
+impl WorkerRing {
+    /// Cancels everything in flight and reaps until the last operation
+    /// completed. `draining`: nobody is woken (shutdown); otherwise the
+    /// waiting green threads are collected in `woken`.
+    fn cancel_all(&mut self, draining: bool) {
         if self.in_flight == 0 {
             return;
         }
@@ -324,7 +325,7 @@ impl Drop for WorkerRing {
         let start = Instant::now();
         while self.in_flight > 0 {
             self.enter(1, Some(Duration::from_millis(100)));
-            self.reap(true);
+            self.reap(draining);
             if self.in_flight > 0 && start.elapsed() > Duration::from_secs(1) {
                 // An operation the kernel could not cancel at once (a
                 // disk read in a kernel worker): ask again, keep waiting.
@@ -332,6 +333,30 @@ impl Drop for WorkerRing {
                 unsafe { self.push(&e) };
             }
         }
+    }
+}
+
+impl Drop for WorkerRing {
+    /// The worker thread exits: cancel everything in flight and reap until
+    /// the last operation completed (module docs: "Shutdown").
+    fn drop(&mut self) {
+        self.cancel_all(true);
+    }
+}
+
+/// This thread was taken off its worker (`worker::handoff`): cancel what is
+/// in flight on its ring, reap it, wake the green threads that waited (they
+/// resubmit on the ring of the worker they run on next: see [`submit`]),
+/// and drop the ring. The thread makes a new ring when it runs a worker
+/// again.
+pub(crate) fn on_detach() {
+    let ring = RING.with(|cell| cell.try_borrow_mut().ok().and_then(|mut g| g.take()));
+    let Some(mut r) = ring else { return };
+    r.cancel_all(false);
+    let woken = std::mem::take(&mut r.woken);
+    drop(r);
+    for t in &woken {
+        crate::wake::wake_task(t);
     }
 }
 
@@ -422,36 +447,45 @@ pub(crate) unsafe fn submit(
         task: tls::current_ref()?,
     };
     let e = entry.user_data(&op as *const Op as u64);
-    let pushed = with_ring(|r| {
-        // SAFETY: `op` and the caller's buffers outlive the CQE: we return
-        // only once `op.done` is set by the reaper.
-        unsafe { r.push(&e) };
-        r.in_flight += 1;
-        r.worker
-    });
-    let Some(worker) = pushed else {
-        op.done.store(true, Ordering::Relaxed);
-        return None;
-    };
-    let done = || op.done.load(Ordering::SeqCst);
-    // Loop: wakeups may be spurious.
-    while !done() {
-        if !waiter::park(done, deadline) && !done() {
-            // The deadline passed: cancel, then wait for the completion
-            // (the kernel owns the buffers until then).
-            cancel(worker, &op);
-            while !done() {
-                waiter::park(done, None);
+    loop {
+        let pushed = with_ring(|r| {
+            // SAFETY: `op` and the caller's buffers outlive the CQE: we
+            // return only once `op.done` is set by the reaper.
+            unsafe { r.push(&e) };
+            r.in_flight += 1;
+            r.worker
+        });
+        let Some(worker) = pushed else {
+            op.done.store(true, Ordering::Relaxed);
+            return None;
+        };
+        let done = || op.done.load(Ordering::SeqCst);
+        // Loop: wakeups may be spurious.
+        while !done() {
+            if !waiter::park(done, deadline) && !done() {
+                // The deadline passed: cancel, then wait for the completion
+                // (the kernel owns the buffers until then).
+                cancel(worker, &op);
+                while !done() {
+                    waiter::park(done, None);
+                }
+                let res = op.res.load(Ordering::Relaxed);
+                return Some(if res == -libc::ECANCELED {
+                    Err(TimedOut)
+                } else {
+                    Ok(res)
+                });
             }
-            let res = op.res.load(Ordering::Relaxed);
-            return Some(if res == -libc::ECANCELED {
-                Err(TimedOut)
-            } else {
-                Ok(res)
-            });
         }
+        let res = op.res.load(Ordering::Relaxed);
+        if res != -libc::ECANCELED {
+            return Some(Ok(res));
+        }
+        // Cancelled, not by our deadline: the thread whose ring held it was
+        // taken off its worker (`on_detach`). Nothing was transferred;
+        // submit again, on the ring of the worker we run on now.
+        op.done.store(false, Ordering::Relaxed);
     }
-    Some(Ok(op.res.load(Ordering::Relaxed)))
 }
 
 /// Asks the ring of `worker` (where `op` was submitted) to cancel it.

@@ -74,9 +74,11 @@ pub fn yield_now() {
 /// keeps its worker. A no-op on OS threads.
 #[inline]
 pub fn preempt_point() {
-    if let Some((sh, i)) = tls::worker() {
+    if let Some((sh, i, own)) = tls::worker_own() {
         let w = &sh.workers[i];
-        if w.flags() != 0 || w.event_due(clock::now()) {
+        // `own` differs from the word only if the worker was handed to
+        // another thread while this green thread ran (worker::handoff).
+        if w.flags() != 0 || w.own.load() != own || w.event_due(clock::now()) {
             preempt_slow();
         } else if sh.uring.is_some() {
             // I/O hook (io_uring driver): completions that arrived while
@@ -95,6 +97,32 @@ fn preempt_slow() {
     if tls::current().is_none() {
         return;
     }
+    // Come back into the runtime as the worker's owner (worker::owner), or
+    // learn that the worker was handed to another thread: then switch back
+    // to this thread's scheduler loop, which gives this green thread back.
+    let own = tls::own();
+    if own & 1 == 0 {
+        // Already in the runtime: a preemption point reached from inside
+        // this slow path (a waker it ran called one). Nothing to do.
+        return;
+    }
+    match w.own.leave(own) {
+        Some(v) => tls::set_own(v),
+        None => {
+            switch_out(Switch::Preempt { tick: false });
+            return;
+        }
+    }
+    match preempt_owned(sh, w) {
+        Some(why) => switch_out(why),
+        // Back into the task's stretch.
+        None => tls::set_own(w.own.enter(tls::own())),
+    }
+}
+
+/// The slow path of a preemption point, as the worker's owner: returns the
+/// switch to make, if any.
+fn preempt_owned(sh: &crate::shared::Shared, w: &crate::worker::Worker) -> Option<Switch> {
     let now = clock::now();
     // I/O first: the readiness it dispatches may land on this worker's
     // queue or wakelist, and is then handled below.
@@ -114,10 +142,7 @@ fn preempt_slow() {
     if flags & WAKELIST == 0 && !tick_due && !hrtick_due {
         // Nothing to change in the queue: just plan the next look.
         w.refresh_next_event();
-        if switch {
-            switch_out(Switch::Preempt { tick: false });
-        }
-        return;
+        return switch.then_some(Switch::Preempt { tick: false });
     }
     let mut tick = false;
     let queued = {
@@ -147,9 +172,7 @@ fn preempt_slow() {
     if tick_due && sh.feature(Feature::NewidleBalance) {
         crate::wake::balance::kick_idle_for_balance(sh, w, queued, now);
     }
-    if switch {
-        switch_out(Switch::Preempt { tick });
-    }
+    switch.then_some(Switch::Preempt { tick })
 }
 
 /// Sleeps for `d`: the green thread blocks and a timer on its worker wakes
@@ -261,12 +284,8 @@ pub fn in_green_thread() -> bool {
 pub fn set_nice(nice: i32) -> Result<(), Error> {
     let me = tls::current().ok_or(Error::NotGreenThread { call: "set_nice" })?;
     nice_index(nice)?;
-    let (sh, w) = tls::this_worker().expect("a green thread runs on a worker");
     let old = me.nice();
-    let now = clock::now();
-    {
-        let mut rq = w.lock_rq(sh, now);
-        let slot = rq.q.curr().expect("a running green thread is current");
+    with_own_entity(|rq, slot, now| {
         rq.q.reweight(slot, nice, now)?;
         if nice > old {
             // Less share now: let EEVDF decide whether we still run (the
@@ -274,7 +293,9 @@ pub fn set_nice(nice: i32) -> Result<(), Error> {
             // got a lower priority).
             rq.request_resched();
         }
-    }
+        Ok::<(), Error>(())
+    })?;
+    let me = tls::current().ok_or(Error::NotGreenThread { call: "set_nice" })?;
     let custom = me.custom_slice();
     me.set_mirrors(nice, (custom != 0).then_some(custom));
     preempt_point();
@@ -285,15 +306,35 @@ pub fn set_nice(nice: i32) -> Result<(), Error> {
 pub fn set_slice(slice: Duration) -> Result<(), Error> {
     let me = tls::current().ok_or(Error::NotGreenThread { call: "set_slice" })?;
     let ns = check_slice(slice.as_nanos().min(u64::MAX as u128) as u64)?;
-    let (sh, w) = tls::this_worker().expect("a green thread runs on a worker");
-    let now = clock::now();
-    {
-        // the guard re-arms HRTICK for the new slice
-        let mut rq = w.lock_rq(sh, now);
-        let slot = rq.q.curr().expect("a running green thread is current");
-        rq.q.set_slice(slot, Some(ns), now)?;
-    }
+    let _ = me;
+    // the guard re-arms HRTICK for the new slice
+    with_own_entity(|rq, slot, now| rq.q.set_slice(slot, Some(ns), now))?;
+    let me = tls::current().ok_or(Error::NotGreenThread { call: "set_slice" })?;
     me.set_mirrors(me.nice(), Some(ns));
     preempt_point();
     Ok(())
+}
+
+/// Runs `f` on the calling green thread's own entity, under its worker's
+/// run-queue lock (the guard applies the follow-up steps). If the worker
+/// was handed to another thread while this green thread ran
+/// (`worker::handoff`), the green thread is not its current task any more:
+/// it first goes back to a run queue, then tries again where it runs next.
+fn with_own_entity<R>(
+    mut f: impl FnMut(&mut crate::worker::RqGuard<'_>, crate::sched::Slot, u64) -> R,
+) -> R {
+    loop {
+        let me = tls::current().expect("a green thread");
+        let (sh, w) = tls::this_worker().expect("a green thread runs on a worker");
+        let now = clock::now();
+        {
+            let mut rq = w.lock_rq(sh, now);
+            if let Some(slot) = rq.q.curr() {
+                if std::ptr::eq(&**rq.q.payload(slot), me) {
+                    return f(&mut rq, slot, now);
+                }
+            }
+        }
+        switch_out(Switch::Preempt { tick: false });
+    }
 }

@@ -51,6 +51,7 @@ pub struct Builder {
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
     io_driver: crate::io::IoDriver,
+    handoff: Option<Duration>,
 }
 
 impl Default for Builder {
@@ -71,6 +72,7 @@ impl Default for Builder {
             max_blocking_threads: blocking::DEFAULT_MAX_THREADS,
             blocking_keep_alive: blocking::DEFAULT_KEEP_ALIVE,
             io_driver: crate::io::IoDriver::Auto,
+            handoff: Some(crate::worker::handoff::DEFAULT_THRESHOLD),
         }
     }
 }
@@ -190,6 +192,33 @@ impl Builder {
         self
     }
 
+    /// Hand-off of stuck workers: when a worker has stayed inside one green
+    /// thread for `after` (no preemption point, e.g. a plain blocking call
+    /// or a tight loop) while other work waits for it, a monitor thread
+    /// gives the worker's run queue to a standby OS thread on the same CPU,
+    /// and the stuck green thread goes back to a run queue when it reaches
+    /// the runtime again (docs/architecture.md, "Hand-off"). The effective
+    /// threshold is at least two ticks. `None` turns hand-off off: no
+    /// monitor thread, and a stuck worker holds its tasks, as with purely
+    /// cooperative scheduling. Default `Some(2 ms)`; `after` in
+    /// 500 µs ..= 10 s.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = eevdf_rt::Builder::new().workers(1).handoff(None).build()?;
+    /// assert_eq!(rt.handoff(), None);
+    /// let rt = eevdf_rt::Builder::new()
+    ///     .workers(1)
+    ///     .handoff(Some(Duration::from_millis(5)))
+    ///     .build()?;
+    /// assert_eq!(rt.handoff(), Some(Duration::from_millis(5)));
+    /// # Ok::<(), eevdf_rt::Error>(())
+    /// ```
+    pub fn handoff(mut self, after: Option<Duration>) -> Self {
+        self.handoff = after;
+        self
+    }
+
     /// Free stacks each worker keeps for reuse (0 ..= 65 536). Default 256.
     pub fn stack_pool(mut self, stacks: usize) -> Self {
         self.stack_pool = stacks;
@@ -278,6 +307,15 @@ impl Builder {
                 "1 ms ..= 1 h",
             ));
         }
+        if let Some(d) = self.handoff {
+            if !(Duration::from_micros(500)..=Duration::from_secs(10)).contains(&d) {
+                return Err(Error::invalid(
+                    "handoff",
+                    format!("{d:?}"),
+                    "500 µs ..= 10 s, or None",
+                ));
+            }
+        }
         if self.stack_pool > 65_536 {
             return Err(Error::invalid("stack_pool", self.stack_pool, "0 ..= 65536"));
         }
@@ -304,6 +342,7 @@ impl Builder {
             max_blocking_threads: self.max_blocking_threads,
             blocking_keep_alive: self.blocking_keep_alive,
             io_driver,
+            handoff: self.handoff.map(|d| d.max(self.tick * 2)),
         };
         let params = Params {
             base_slice,
@@ -329,6 +368,9 @@ fn start(shared: Arc<Shared>) -> Result<Runtime, Error> {
     } else {
         Vec::new()
     };
+    if let Some(ho) = shared.handoff.as_ref() {
+        ho.set_cores(cores.clone());
+    }
     let mut threads = Vec::with_capacity(shared.workers.len());
     for i in 0..shared.workers.len() {
         let sh = shared.clone();
@@ -355,6 +397,14 @@ fn start(shared: Arc<Shared>) -> Result<Runtime, Error> {
                 });
             }
         }
+    }
+    if let Err(e) = crate::worker::handoff::start_monitor(&shared) {
+        let rt = Runtime::from_parts(shared, threads);
+        rt.shutdown();
+        return Err(Error::Os {
+            context: "spawning the hand-off monitor thread",
+            message: e.to_string(),
+        });
     }
     Ok(Runtime::from_parts(shared, threads))
 }

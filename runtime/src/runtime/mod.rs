@@ -15,6 +15,7 @@ pub(crate) mod spawn;
 
 use crate::shared::Shared;
 pub use builder::Builder;
+use std::time::Duration;
 
 use crate::error::Error;
 use crate::sched::{Features, RunQueue};
@@ -74,6 +75,21 @@ impl Runtime {
     /// Number of workers.
     pub fn workers(&self) -> usize {
         self.shared.workers.len()
+    }
+
+    /// The hand-off threshold (see [`Builder::handoff`]), or `None` if
+    /// hand-off is off.
+    pub fn handoff(&self) -> Option<Duration> {
+        self.shared.config.handoff
+    }
+
+    /// OS threads that hand-offs of stuck workers have started so far
+    /// (they stay as standbys until the runtime shuts down).
+    pub fn handoff_threads(&self) -> usize {
+        self.shared
+            .handoff
+            .as_ref()
+            .map_or(0, |h| h.extra_threads())
     }
 
     /// The clock the scheduler charges time with: `"tsc"` (the calibrated
@@ -328,12 +344,17 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
     if let Some(pool) = sh.blocking_pool_if_started() {
         pool.shutdown();
     }
+    // The monitor and the standby threads first: no hand-off starts now.
+    crate::worker::handoff::shutdown(&sh);
     for w in sh.workers.iter() {
         w.idle().kick();
     }
     for t in threads.workers {
         let _ = t.join();
     }
+    // Threads that hand-offs started (some may have become standbys
+    // while the workers' first threads were joined).
+    crate::worker::handoff::join_threads(&sh);
     // Every worker has stopped: nothing else can resume a context now.
     let tasks = sh.registry.drain();
     for t in &tasks {

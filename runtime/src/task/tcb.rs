@@ -73,6 +73,9 @@ pub(crate) struct Tcb {
     /// A forced unwind (shutdown) is in progress: panics must propagate.
     pub(crate) cancelled: AtomicBool,
     nice: AtomicI8,
+    /// Non-zero while the task runs on an OS thread its worker was taken
+    /// from (`worker::handoff`): the mark of that takeover.
+    pub(crate) handed_off: AtomicU32,
     link: AtomicPtr<Tcb>,
     /// The runtime the task belongs to.
     pub(crate) shared: Arc<Shared>,
@@ -138,6 +141,7 @@ impl Tcb {
             timer_seq: AtomicU64::new(0),
             unpark_token: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
+            handed_off: AtomicU32::new(0),
             reg_key: AtomicU64::new(u64::MAX),
             acct: Acct::default(),
             trace: Default::default(),

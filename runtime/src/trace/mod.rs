@@ -199,7 +199,12 @@ impl Tracer {
     #[inline(never)]
     fn record(&self, worker: Option<usize>, ev: Event) {
         match worker {
-            Some(i) => self.rings[i].record(&self.on, ev),
+            Some(i) => {
+                if !self.rings[i].record(&self.on, ev) && self.is_on() {
+                    // The ring was busy with another writer (hand-off).
+                    self.external.lock().push(ev);
+                }
+            }
             None => {
                 if self.is_on() {
                     self.external.lock().push(ev);

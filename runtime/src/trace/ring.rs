@@ -13,7 +13,10 @@
 //! while the owner pushes). What must be ordered is the hand-over between
 //! the writer and whoever starts or stops the trace:
 //!
-//! * **Writer** (`record`): `active = true` (SeqCst); load `on` (SeqCst);
+//! * **Writer** (`record`): swap `active` to true (SeqCst) — if it was
+//!   already true, a second writer is in the ring (the old thread of a
+//!   handed-off worker, `worker::handoff`) and this event goes elsewhere;
+//!   load `on` (SeqCst);
 //!   if on, write the slot and bump `head` (Relaxed: read only after the
 //!   hand-over below); `active = false` (Release).
 //! * **Stopper** (`Tracer::stop`): `on = false` (SeqCst); then, for every
@@ -84,12 +87,18 @@ impl Ring {
 
     /// Records `ev` if `on` is set. Call only from the ring's worker thread.
     #[inline]
-    pub(crate) fn record(&self, on: &AtomicBool, ev: Event) {
-        self.active.store(true, Ordering::SeqCst);
+    pub(crate) fn record(&self, on: &AtomicBool, ev: Event) -> bool {
+        if self.active.swap(true, Ordering::SeqCst) {
+            // Another writer is in the ring: the thread a hand-off took
+            // this worker from, still running its last green thread
+            // (worker::handoff). It owns `active` until it lowers it.
+            return false;
+        }
         if on.load(Ordering::SeqCst) {
-            // SAFETY: we are the only writer (this worker's thread) and
-            // `on` is set with `active` raised, so no starter or stopper
-            // touches the slots until we lower `active` (module comment).
+            // SAFETY: we raised `active` ourselves (the swap saw it low), so
+            // no other writer is in the slots, and `on` is set with
+            // `active` raised, so no starter or stopper touches the slots
+            // until we lower `active` (module comment).
             let slots = unsafe { &mut *self.slots.get() };
             if !slots.is_empty() {
                 let h = self.head.load(Ordering::Relaxed);
@@ -98,6 +107,7 @@ impl Ring {
             }
         }
         self.active.store(false, Ordering::Release);
+        true
     }
 
     /// Waits until no write is in flight. Call after storing `on = false`.

@@ -80,9 +80,21 @@ fn wake(t: &TaskRef, sync: bool) -> bool {
     // Off every run queue: we own the wake now.
     t.st.set_state(WAKING);
     let prev = t.cpu();
-    // Still switching out on its worker: let that worker enqueue it.
-    if t.st.on_cpu() && try_wakelist(sh, t, prev, waker, activation::WAKE) {
+    // Still switching out on its worker: let that worker enqueue it. Not
+    // if its worker was handed off (worker::handoff): then the thread
+    // switching it out is not the one that drains that wakelist.
+    if t.st.on_cpu()
+        && t.handed_off.load(std::sync::atomic::Ordering::Acquire) == 0
+        && try_wakelist(sh, t, prev, waker, activation::WAKE)
+    {
         return true;
+    }
+    if t.handed_off.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+        // Its thread may share a CPU with ours (the worker's new thread):
+        // give it the CPU to finish switching out instead of spinning.
+        while t.st.on_cpu() {
+            std::thread::yield_now();
+        }
     }
     t.st.wait_off_cpu();
     let target = placement::select_worker(sh, t, prev, waker, sync);

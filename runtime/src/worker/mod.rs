@@ -24,8 +24,10 @@
 //! Must not: decide policy (that is `sched`) or implement the wake
 //! protocol (that is `wake`).
 
+pub(crate) mod handoff;
 pub(crate) mod idle;
 pub mod mask;
+pub(crate) mod owner;
 pub(crate) mod run;
 pub(crate) mod tls;
 
@@ -40,6 +42,7 @@ use crate::task::Tcb;
 use crate::time::timers::Timers;
 use crossbeam_utils::CachePadded;
 use idle::IdleState;
+use owner::Ownership;
 use parking_lot::MutexGuard;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -89,6 +92,12 @@ pub(crate) struct Worker {
     pub(crate) preempt_at: AtomicU64,
     /// The owner's own clock-driven duties (see [`Deadlines`]).
     pub(crate) deadlines: Deadlines,
+    /// Which OS thread owns this worker, and whether it is inside a green
+    /// thread (the hand-off's claim; `worker::owner`).
+    pub(crate) own: Ownership,
+    /// The owner thread's id (high half) and CPU-time clock id (low half),
+    /// for the hand-off monitor.
+    pub(crate) owner_thread: AtomicU64,
     /// When this worker last kicked a parked worker to balance (ns; owner only).
     pub(crate) last_balance_kick: AtomicU64,
     /// Counters written only by this worker's OS thread.
@@ -228,6 +237,8 @@ impl Worker {
             next_timer: AtomicU64::new(u64::MAX),
             preempt_at: AtomicU64::new(u64::MAX),
             deadlines: Deadlines::new(),
+            own: Ownership::new(),
+            owner_thread: AtomicU64::new(0),
             last_balance_kick: AtomicU64::new(0),
             stats: CachePadded::new(Counters::new()),
             stacks: ShortLock::new(stacks),

@@ -53,18 +53,67 @@ struct Local {
     balance: balance::BalanceState,
 }
 
+impl Running {
+    /// A strong reference to the task.
+    fn to_ref(self) -> TaskRef {
+        let p = self.0.as_ptr() as *const Tcb;
+        // SAFETY: `p` comes from an `Arc<Tcb>` (a `TaskRef`) that the
+        // registry keeps alive while the task has not exited on a worker
+        // (see `get`), so the count is at least one while we add ours.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
+    }
+}
+
 /// Entry point of worker thread `index`.
 pub(crate) fn worker_main(shared: Arc<Shared>, index: usize) {
-    let sh = &*shared;
+    let word = shared.workers[index].own.load();
+    thread_main(shared, Some((index, word)));
+}
+
+/// The life of a runtime OS thread: run worker `first` (with its ownership
+/// value); each time the worker is taken over (`worker::handoff`), wait as
+/// a standby until given another one; return at shutdown.
+pub(crate) fn thread_main(shared: Arc<Shared>, first: Option<(usize, u64)>) {
+    let mut next = first;
+    while let Some((index, word)) = next {
+        match run_worker(&shared, index, word) {
+            Exit::Shutdown => return,
+            Exit::TakenOver => next = super::handoff::standby(&shared),
+        }
+    }
+}
+
+/// Why [`run_worker`] returned.
+enum Exit {
+    /// The runtime shuts down.
+    Shutdown,
+    /// The worker was handed to another thread while this one ran a green
+    /// thread, which has been given back.
+    TakenOver,
+}
+
+/// Runs worker `index` as its owner, starting from ownership value `word`
+/// (even: in the runtime).
+fn run_worker(shared: &Arc<Shared>, index: usize, word: u64) -> Exit {
+    let sh = &**shared;
     tls::enter_worker(sh, index);
+    tls::set_own(word);
     let w = &sh.workers[index];
+    w.set_owner_thread();
     let mut local = Local {
         prev: None,
         expired: Vec::with_capacity(64),
         balance: balance::BalanceState::default(),
     };
-    while let Some(next) = schedule(sh, w, &mut local) {
+    let exit = loop {
+        let Some(next) = schedule(sh, w, &mut local) else {
+            break Exit::Shutdown;
+        };
         tls::set_current(next.0.as_ptr());
+        tls::set_own(w.own.enter(tls::own()));
         // SAFETY: `schedule` made `next` current on this worker under its
         // run-queue lock and set `on_cpu`; only this worker resumes its
         // current task, until it switches out.
@@ -74,9 +123,24 @@ pub(crate) fn worker_main(shared: Arc<Shared>, index: usize) {
         let why = ctx.resume();
         ctx.check_stack();
         tls::set_current(std::ptr::null());
-        local.prev = Some((next, why));
-    }
+        // Back in the runtime. Odd: still in the task's stretch, so claim
+        // the way back; even: a preemption point already did.
+        let v = tls::own();
+        let back = if v & 1 == 1 { w.own.leave(v) } else { Some(v) };
+        match back {
+            Some(v) => {
+                tls::set_own(v);
+                local.prev = Some((next, why));
+            }
+            None => {
+                // Taken over while it ran: give the task back, then stand by.
+                super::handoff::detach(sh, w, next.to_ref(), why);
+                break Exit::TakenOver;
+            }
+        }
+    };
     tls::leave_worker();
+    exit
 }
 
 /// Chooses the next task to run, or `None` at shutdown.

@@ -17,6 +17,33 @@ use std::ptr;
 
 thread_local! {
     static WORKER: Cell<(*const Shared, usize)> = const { Cell::new((ptr::null(), 0)) };
+    /// This thread's value of its worker's ownership word (`worker::owner`):
+    /// odd while it runs a green thread as the owner.
+    static OWN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// This thread's expected ownership value (see `worker::owner`).
+#[inline(never)]
+pub(crate) fn own() -> u64 {
+    OWN.with(|o| o.get())
+}
+
+/// Records this thread's ownership value.
+#[inline(never)]
+pub(crate) fn set_own(v: u64) {
+    OWN.with(|o| o.set(v));
+}
+
+/// [`worker`] and [`own`] in one call (the preemption point's fast path).
+#[inline(never)]
+pub(crate) fn worker_own() -> Option<(&'static Shared, usize, u64)> {
+    let (p, i) = WORKER.with(|w| w.get());
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: as in `worker`.
+        Some((unsafe { &*p }, i, OWN.with(|o| o.get())))
+    }
 }
 
 /// Marks this OS thread as worker `index` of `shared` until [`leave_worker`].

@@ -1,0 +1,564 @@
+//! Hand-off: a worker stuck in one green thread is given to another OS
+//! thread, so the rest of its run queue keeps running.
+//!
+//! Owns: the monitor thread that looks for stuck workers, the takeover
+//! (under the stuck worker's run-queue lock), the pool of standby OS
+//! threads that run taken-over workers, and what a thread does when it
+//! finds out it was taken over (`detach`). Must not: switch green threads
+//! from a signal handler or from another thread (the stuck thread keeps
+//! its green thread until that thread reaches the runtime again), or sit
+//! on any wakeup's path (a wakeup, timer or readiness never waits for the
+//! monitor; only a worker that stopped serving them does).
+//!
+//! # Why
+//!
+//! Preemption in this runtime is cooperative: a green thread gives up its
+//! worker only at a preemption point or a runtime call that blocks. One
+//! that calls a plain blocking function (`std::thread::sleep`, `std::fs`,
+//! a `std::sync::Mutex`, DNS) or spins without preemption points holds its
+//! worker's OS thread, and every other task queued on that worker waits.
+//!
+//! # Design
+//!
+//! A worker's *identity* — its run queue, timers, wakelist, CPU — is
+//! separate from the OS thread that runs it; the ownership word
+//! (`worker::owner`) says which thread that is and whether it is inside a
+//! green thread.
+//!
+//! * **Detection.** The monitor looks at every worker each period (half
+//!   the threshold). A worker is stuck when its ownership word has shown
+//!   the same odd value (one stretch inside one green thread, without even
+//!   a preemption point's slow path) for the threshold *and* something is
+//!   waiting for it: another queued task, a wakelist entry, or a due
+//!   timer. A worker that runs a lone task for a long time is left alone.
+//!   When no worker has work waiting the period backs off to 10 ms, so an
+//!   idle or lightly loaded runtime costs about 100 wakeups a second.
+//! * **Takeover.** Under the worker's run-queue lock the monitor claims the
+//!   ownership word (`Ownership::take`), dequeues the stuck green thread as
+//!   a migration does (its lag and remaining request are kept) and marks
+//!   it `handed_off`; then it hands the worker to a standby thread (a
+//!   parked one, or a new one up to [`MAX_EXTRA_THREADS`]). The standby
+//!   pins itself to the worker's CPU and runs the ordinary worker loop.
+//!   The kernel now time-slices the two OS threads on that CPU: the stuck
+//!   one gets its share (nothing is lost, it just runs beside the rest),
+//!   the others run again.
+//! * **Return.** The old thread still runs the green thread. At its next
+//!   runtime step — a preemption point, a blocking call, its exit — its
+//!   ownership check fails (`Ownership::leave`, or the preemption point's
+//!   comparison of the word with its thread-local value), the green thread
+//!   switches back to the old thread's scheduler loop, and [`detach`] gives
+//!   it back: an exit completes, a block stays blocked (a timed block arms
+//!   its timer on the worker), anything else is woken through the ordinary
+//!   wake path, which places it on a worker. Then the old thread becomes a
+//!   standby itself.
+//!
+//! # Safety argument
+//!
+//! * *One owner.* The ownership word admits one owner at a time (see
+//!   `worker::owner`): the monitor's claim and the old owner's return are
+//!   read-modify-writes of one word, and the monitor only claims a value
+//!   the old owner has not left. The old thread checks the word before any
+//!   step that touches the worker as its owner (its scheduler loop after
+//!   every resume, the preemption point's slow path, `set_nice` and
+//!   `set_slice`, which check that they are still the current task), and
+//!   the claim is made under the run-queue lock, so by the time the old
+//!   thread takes that lock the takeover's dequeue is complete.
+//! * *One runner per green thread.* The stuck green thread is off every
+//!   run queue from the takeover on, with its entity saved, `state`
+//!   `RUNNING` and `on_cpu` set. Wakers of a running task return early; if
+//!   it blocks, a waker claims it (`WAKING`) and, seeing `handed_off`,
+//!   does not take the wakelist shortcut (which assumes that the worker
+//!   draining the list is the one switching the task out) but waits for
+//!   `on_cpu` to clear, which the old thread does only after the context
+//!   is saved. So no worker can resume it before the old thread has let go.
+//! * *Lost wakeups.* None are introduced: the stuck green thread's own
+//!   blocks and wakes follow the wake protocol unchanged, and the detach
+//!   path's requeue is an ordinary `wake_task` (exactly one of it and any
+//!   racing waker enqueues the task).
+//!
+//! What the old thread may still do to the worker while it runs detached
+//! is limited to what any thread may do: wake tasks onto it, spawn onto
+//! it, under its lock. Its counter increments may race with the new
+//! owner's (counters are single-writer and may lose an increment then),
+//! and its trace events go to the external track when the worker's ring
+//! is busy.
+//!
+//! # I/O
+//!
+//! A detaching thread cancels what is in flight on its io_uring ring and
+//! reaps it; the green threads waiting on those operations resubmit on the
+//! ring of the worker they run on next (a cancelled network operation has
+//! transferred nothing). Operations on the ring of a thread that is stuck
+//! complete when it comes back: with `SINGLE_ISSUER`/`DEFER_TASKRUN` only
+//! that thread can reap them.
+
+use super::{tls, Worker, RECHECK};
+use crate::context::{Resumed, Switch};
+use crate::sched::{Dequeue, DequeueFlags};
+use crate::shared::Shared;
+use crate::stats::Counter;
+use crate::task::state::{BLOCKED, DEAD, RUNNING};
+use crate::task::TaskRef;
+use crate::time::clock;
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The most OS threads the hand-off adds beyond the workers. A hand-off
+/// that would need more is not made (the stuck worker waits, as it would
+/// without hand-off).
+pub const MAX_EXTRA_THREADS: usize = 256;
+
+/// Default hand-off threshold: how long a worker may stay inside one green
+/// thread, while other work waits for it, before it is handed off.
+pub(crate) const DEFAULT_THRESHOLD: Duration = Duration::from_millis(2);
+
+/// The monitor's longest period while no work waits anywhere.
+const MAX_PERIOD: Duration = Duration::from_millis(10);
+
+/// What a standby thread is asked to do next.
+enum Assignment {
+    /// Run worker `index`, owning its word from the even value `word`.
+    Run { index: usize, word: u64 },
+    /// The runtime shuts down.
+    Exit,
+}
+
+/// A parked standby thread.
+struct Seat {
+    next: Mutex<Option<Assignment>>,
+    cv: Condvar,
+}
+
+impl Seat {
+    fn new() -> Self {
+        Seat {
+            next: Mutex::new(None),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn give(&self, a: Assignment) {
+        *self.next.lock() = Some(a);
+        self.cv.notify_one();
+    }
+
+    fn wait(&self) -> Assignment {
+        let mut g = self.next.lock();
+        loop {
+            if let Some(a) = g.take() {
+                return a;
+            }
+            self.cv.wait(&mut g);
+        }
+    }
+}
+
+/// The runtime's hand-off state (in `Shared`; `None` when disabled).
+pub(crate) struct HandOff {
+    /// How long a worker may stay in one green thread while work waits (ns).
+    threshold: u64,
+    /// The CPU of each worker (by index modulo the length), if pinned.
+    cores: std::sync::OnceLock<Vec<core_affinity::CoreId>>,
+    /// Parked standby threads.
+    standby: Mutex<Vec<Arc<Seat>>>,
+    /// Every OS thread the hand-off started (joined at shutdown).
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// How many of them there are.
+    extra: AtomicUsize,
+    /// The monitor thread.
+    monitor: Mutex<Option<JoinHandle<()>>>,
+    /// Wakes the monitor early (shutdown).
+    sleep: (Mutex<bool>, Condvar),
+    /// Source of `Tcb::handed_off` marks.
+    marks: AtomicU32,
+}
+
+impl HandOff {
+    /// Hand-off after `threshold`.
+    pub(crate) fn new(threshold: Duration) -> Self {
+        HandOff {
+            threshold: threshold.as_nanos().min(u64::MAX as u128) as u64,
+            cores: std::sync::OnceLock::new(),
+            standby: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+            extra: AtomicUsize::new(0),
+            monitor: Mutex::new(None),
+            sleep: (Mutex::new(false), Condvar::new()),
+            marks: AtomicU32::new(0),
+        }
+    }
+
+    /// Records the workers' CPUs (empty: not pinned), at start.
+    pub(crate) fn set_cores(&self, cores: Vec<core_affinity::CoreId>) {
+        let _ = self.cores.set(cores);
+    }
+
+    /// OS threads started by hand-offs so far (standby or running).
+    pub(crate) fn extra_threads(&self) -> usize {
+        self.extra.load(Ordering::Relaxed)
+    }
+
+    /// Pins the calling thread to worker `index`'s CPU, if workers are pinned.
+    fn pin(&self, index: usize) {
+        if let Some(cores) = self.cores.get().filter(|c| !c.is_empty()) {
+            core_affinity::set_for_current(cores[index % cores.len()]);
+        }
+    }
+}
+
+/// Starts the monitor thread (at runtime start, when hand-off is enabled).
+pub(crate) fn start_monitor(sh: &Arc<Shared>) -> std::io::Result<()> {
+    let Some(ho) = sh.handoff.as_ref() else {
+        return Ok(());
+    };
+    let s = sh.clone();
+    let h = std::thread::Builder::new()
+        .name(format!("{}-monitor", sh.config.name))
+        .spawn(move || monitor_main(&s))?;
+    *ho.monitor.lock() = Some(h);
+    Ok(())
+}
+
+/// Stops the monitor and every standby thread, and joins them (shutdown,
+/// after the shutdown flag is set). Threads still running a detached green
+/// thread are joined when it reaches the runtime again.
+pub(crate) fn shutdown(sh: &Shared) {
+    let Some(ho) = sh.handoff.as_ref() else {
+        return;
+    };
+    {
+        let mut stop = ho.sleep.0.lock();
+        *stop = true;
+        ho.sleep.1.notify_all();
+    }
+    if let Some(h) = ho.monitor.lock().take() {
+        let _ = h.join();
+    }
+    wake_standbys(ho);
+}
+
+/// Joins the threads the hand-off started (shutdown, after the workers'
+/// original threads are joined).
+pub(crate) fn join_threads(sh: &Shared) {
+    let Some(ho) = sh.handoff.as_ref() else {
+        return;
+    };
+    loop {
+        wake_standbys(ho);
+        let Some(h) = ho.threads.lock().pop() else {
+            return;
+        };
+        let _ = h.join();
+    }
+}
+
+fn wake_standbys(ho: &HandOff) {
+    for seat in ho.standby.lock().drain(..) {
+        seat.give(Assignment::Exit);
+    }
+}
+
+/// What the thread of a taken-over worker does once its green thread is
+/// back: waits as a standby until the monitor gives it a worker to run.
+/// Returns that worker and the ownership value to start from, or `None`
+/// at shutdown.
+pub(crate) fn standby(sh: &Shared) -> Option<(usize, u64)> {
+    let ho = sh.handoff.as_ref()?;
+    let seat = Arc::new(Seat::new());
+    {
+        let mut pool = ho.standby.lock();
+        // Checked under the pool lock, which `shutdown` takes after setting
+        // the flag: either we see it, or it drains us.
+        if sh.is_shutdown() {
+            return None;
+        }
+        pool.push(seat.clone());
+    }
+    match seat.wait() {
+        Assignment::Run { index, word } => {
+            ho.pin(index);
+            Some((index, word))
+        }
+        Assignment::Exit => None,
+    }
+}
+
+/// The monitor: finds stuck workers and hands them off.
+fn monitor_main(sh: &Arc<Shared>) {
+    let ho = sh.handoff.as_ref().expect("started only with hand-off");
+    let period = Duration::from_nanos((ho.threshold / 2).max(100_000));
+    let mut seen: Vec<Seen> = (0..sh.workers.len()).map(|_| Seen::new(0)).collect();
+    let mut wait = period;
+    loop {
+        {
+            let mut stop = ho.sleep.0.lock();
+            if !*stop {
+                ho.sleep.1.wait_for(&mut stop, wait);
+            }
+            if *stop || sh.is_shutdown() {
+                return;
+            }
+        }
+        let now = clock::now();
+        let mut waiting = false;
+        for (i, w) in sh.workers.iter().enumerate() {
+            let v = w.own.load();
+            let work = work_waits(w, now);
+            waiting |= work;
+            let s = &mut seen[i];
+            if v & 1 == 0 || s.word != v {
+                *s = Seen::new(v);
+                s.since = now;
+                continue;
+            }
+            // Unchanged since the last look: start measuring the thread.
+            let Some((cpu0, at)) = s.cpu else {
+                s.cpu = Some((w.owner_cpu_time(), now));
+                continue;
+            };
+            if !work || now.saturating_sub(s.since) < ho.threshold {
+                continue;
+            }
+            if stuck(w, cpu0, now.saturating_sub(at)) && take_over(sh, ho, i, v) {
+                *s = Seen::new(u64::MAX);
+            }
+        }
+        // Back off while nothing waits anywhere; look closely again as soon
+        // as something does.
+        wait = if waiting {
+            period
+        } else {
+            (wait * 2).min(MAX_PERIOD.max(period))
+        };
+    }
+}
+
+/// The monitor's memory of one worker.
+struct Seen {
+    /// The ownership value last seen.
+    word: u64,
+    /// When it was first seen.
+    since: u64,
+    /// The owner thread's CPU time when the value was seen unchanged, and when.
+    cpu: Option<(u64, u64)>,
+}
+
+impl Seen {
+    fn new(word: u64) -> Self {
+        Seen {
+            word,
+            since: 0,
+            cpu: None,
+        }
+    }
+}
+
+/// Whether the owner thread of `w`, seen in one green thread for at least
+/// the threshold, would be helped by a hand-off: it spins (it had the CPU
+/// for at least a quarter of the last `span` ns), or it is blocked in the
+/// kernel (not runnable). A thread that is runnable but did not get the CPU
+/// is waiting for the CPU it is pinned to, which a new thread on that CPU
+/// would wait for too (an overloaded host, not a stuck green thread).
+fn stuck(w: &Worker, cpu0: u64, span: u64) -> bool {
+    let ran = w.owner_cpu_time().saturating_sub(cpu0);
+    ran >= span / 4 || !w.owner_runnable()
+}
+
+/// Whether something other than the running task waits for worker `w`.
+fn work_waits(w: &Worker, now: u64) -> bool {
+    w.nr_running() >= 2 || !w.wakelist.is_empty() || w.next_timer.load(Ordering::Relaxed) <= now
+}
+
+/// Takes worker `i` from its thread, seen inside one green thread at `v`,
+/// and gives it to a standby thread. Returns whether it did.
+fn take_over(sh: &Arc<Shared>, ho: &HandOff, i: usize, v: u64) -> bool {
+    // A thread first: a takeover must never leave the worker without one.
+    let seat = match ho.standby.lock().pop() {
+        Some(s) => s,
+        None => match new_standby(sh, ho) {
+            Some(s) => s,
+            None => return false,
+        },
+    };
+    let w = &sh.workers[i];
+    let taken = {
+        let mut rq = w.lock();
+        // Claimed under the lock (module docs, "Safety argument").
+        let start = w.own.take(v);
+        if start.is_some() {
+            if let Some(slot) = rq.q.curr() {
+                let task: TaskRef = rq.q.payload(slot).clone();
+                let mark = ho.marks.fetch_add(1, Ordering::Relaxed).max(1);
+                // Before `save_entity`'s Release of NOT_QUEUED: a waker that
+                // reads NOT_QUEUED (Acquire) sees the mark.
+                task.handed_off.store(mark, Ordering::Relaxed);
+                // A migration's dequeue: lag and remaining request kept,
+                // never delayed.
+                match rq.q.dequeue(slot, DequeueFlags::NONE, clock::now()) {
+                    Dequeue::Removed(entity, t) => t.save_entity(entity),
+                    Dequeue::Delayed => unreachable!("only sleeping dequeues are delayed"),
+                }
+            }
+            w.publish_nr_running(sh, &rq);
+            w.preempt_at.store(u64::MAX, Ordering::Relaxed);
+        }
+        start
+    };
+    match taken {
+        Some(word) => {
+            w.stats.inc(Counter::handoffs);
+            seat.give(Assignment::Run { index: i, word });
+            true
+        }
+        None => {
+            ho.standby.lock().push(seat);
+            false
+        }
+    }
+}
+
+/// Starts a standby thread (bounded by [`MAX_EXTRA_THREADS`]).
+fn new_standby(sh: &Arc<Shared>, ho: &HandOff) -> Option<Arc<Seat>> {
+    if ho.extra.load(Ordering::Relaxed) >= MAX_EXTRA_THREADS {
+        return None;
+    }
+    let n = ho.extra.fetch_add(1, Ordering::Relaxed);
+    let seat = Arc::new(Seat::new());
+    let (s, first) = (sh.clone(), seat.clone());
+    let spawned = std::thread::Builder::new()
+        .name(format!("{}-h{n}", sh.config.name))
+        .spawn(move || {
+            let first = match first.wait() {
+                Assignment::Run { index, word } => {
+                    s.handoff.as_ref().expect("hand-off on").pin(index);
+                    Some((index, word))
+                }
+                Assignment::Exit => None,
+            };
+            super::run::thread_main(s, first);
+        });
+    match spawned {
+        Ok(h) => {
+            ho.threads.lock().push(h);
+            Some(seat)
+        }
+        Err(_) => {
+            ho.extra.fetch_sub(1, Ordering::Relaxed);
+            None
+        }
+    }
+}
+
+/// The thread that ran worker `w` was taken over while it ran `task`, which
+/// has now switched back for `why`: give the task back and stop acting as
+/// `w`'s owner (module docs, "Return").
+pub(crate) fn detach(sh: &Shared, w: &Worker, task: TaskRef, why: Resumed) {
+    // The takeover claimed the word under this lock: once we hold it, the
+    // takeover's dequeue of `task` is complete (worker::owner, Orderings).
+    drop(w.lock());
+    // From here on this thread is outside the runtime: its wakes go through
+    // wakelists, its counters to the external row.
+    tls::leave_worker();
+    let p = &*task;
+    let now = clock::now();
+    crate::task::stats::switched_out_for(p, &why, now);
+    let mark = p.handed_off.load(Ordering::Relaxed);
+    match why {
+        Resumed::Finished => {
+            {
+                // The entity saved at the takeover stays as the final one;
+                // its readers hold these locks (Tcb::saved_entity) until DEAD.
+                let _wake = p.st.lock_wake();
+                let _rq = sh.workers[p.cpu()].lock();
+                p.st.set_state(DEAD);
+            }
+            // SAFETY: the task has finished and its context is saved; it is
+            // off every run queue, so no worker resumes it again.
+            let stack = unsafe { p.context_mut() }
+                .take()
+                .map(|ctx| ctx.into_stack());
+            let registered = sh.registry.remove(p);
+            p.st.set_on_cpu(false);
+            clear_mark(p, mark);
+            drop(registered);
+            if let Some(s) = stack {
+                w.stacks.lock().put(s);
+            }
+        }
+        Resumed::Switched(Switch::Block) | Resumed::Switched(Switch::BlockUntil(_))
+            if p.st.state() == BLOCKED =>
+        {
+            if let Resumed::Switched(Switch::BlockUntil(deadline)) = why {
+                // Its timer goes to its worker, whose owner recomputes its
+                // next event (RECHECK) or wakes from its park.
+                sh.workers[p.cpu()].arm_timer_remote(deadline, task.clone());
+            }
+            // Release: the saved context; a waker waiting for it may go on.
+            p.st.set_on_cpu(false);
+            clear_mark(p, mark);
+        }
+        _ => {
+            // Yield, preemption, or a block a waker already ended. The task
+            // is off every run queue: enqueue it through the wake path. A
+            // waker that claimed it first (WAKING) waits for on_cpu and
+            // enqueues it itself; our wake then finds it not blocked.
+            if p.st.state() == RUNNING {
+                p.st.set_blocked();
+            }
+            p.st.set_on_cpu(false);
+            clear_mark(p, mark);
+            crate::wake::wake_task(&task);
+        }
+    }
+    // Last: the ring's cancelled operations wake their green threads, and
+    // `task` may be one of them (blocked on its own operation), which a
+    // waker can only enqueue once `on_cpu` is clear.
+    crate::io::uring::on_detach();
+}
+
+/// Clears `handed_off` if it still holds this takeover's mark (a later
+/// takeover of the same task sets a new one).
+fn clear_mark(p: &crate::task::Tcb, mark: u32) {
+    let _ = p
+        .handed_off
+        .compare_exchange(mark, 0, Ordering::Release, Ordering::Relaxed);
+}
+
+impl Worker {
+    /// Records the calling thread as this worker's owner thread (its
+    /// thread id and CPU-time clock, for the monitor).
+    pub(crate) fn set_owner_thread(&self) {
+        let tid = crate::sys::gettid() as u32 as u64;
+        let clock = crate::sys::thread_cpu_clock() as u32 as u64;
+        self.owner_thread
+            .store(tid << 32 | clock, Ordering::Relaxed);
+    }
+
+    /// CPU time of the owner thread (ns; 0 if unknown).
+    fn owner_cpu_time(&self) -> u64 {
+        let v = self.owner_thread.load(Ordering::Relaxed);
+        crate::sys::cpu_clock_ns(v as u32 as i32)
+    }
+
+    /// Whether the owner thread is runnable (running or waiting for a
+    /// CPU); `false` if it is blocked in the kernel or cannot be read.
+    fn owner_runnable(&self) -> bool {
+        let tid = (self.owner_thread.load(Ordering::Relaxed) >> 32) as u32;
+        crate::sys::thread_runnable(tid as i32)
+    }
+
+    /// Arms a timer for `task` from a thread that is not this worker's
+    /// owner, and makes the owner notice it (a parked owner is woken; a
+    /// busy one recomputes its next event at its next preemption point).
+    pub(crate) fn arm_timer_remote(&self, deadline: u64, task: TaskRef) {
+        {
+            let mut rq = self.lock();
+            self.arm_timer(&mut rq, deadline, task);
+        }
+        self.set_flags(RECHECK);
+        self.idle().kick();
+    }
+}

@@ -1,0 +1,240 @@
+//! Hand-off of stuck workers (`Builder::handoff`): a green thread that holds
+//! its worker's OS thread — in a plain blocking call, or in a loop without
+//! preemption points — no longer holds up the other green threads of that
+//! worker. The bounds are generous (a wrong runtime misses them by
+//! hundreds of milliseconds); speed is measured by the benchmarks.
+
+use eevdf_rt::{Builder, Runtime};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn runtime(workers: usize) -> Runtime {
+    Builder::new().workers(workers).build().unwrap()
+}
+
+/// Waits (bounded) until every green thread has exited: a join returns as
+/// soon as the result is published, a moment before the worker retires the
+/// task.
+fn all_exited(rt: &Runtime) -> bool {
+    let t = Instant::now();
+    while rt.live_tasks() != 0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    rt.live_tasks() == 0
+}
+
+fn handoffs(rt: &Runtime) -> u64 {
+    rt.stats().total().handoffs
+}
+
+/// Spins for `d` without any preemption point (a CPU-bound loop a
+/// cooperative runtime cannot interrupt).
+fn spin_for(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+#[test]
+fn blocking_calls_do_not_hold_up_a_sleeper() {
+    let rt = runtime(2);
+    let blockers: Vec<_> = (0..4)
+        .map(|_| rt.spawn(|| std::thread::sleep(Duration::from_millis(300))))
+        .collect();
+    let late = rt
+        .spawn(|| {
+            let start = Instant::now();
+            eevdf_rt::sleep(Duration::from_millis(2));
+            start.elapsed().saturating_sub(Duration::from_millis(2))
+        })
+        .join()
+        .unwrap();
+    for b in blockers {
+        b.join().unwrap();
+    }
+    // Without hand-off the sleeper waits for the blockers: 300–600 ms.
+    assert!(
+        late < Duration::from_millis(150),
+        "a 2 ms sleeper was {late:?} late behind blocked workers"
+    );
+    assert!(handoffs(&rt) >= 1, "{}", rt.stats());
+    assert!(rt.handoff_threads() >= 1);
+}
+
+#[test]
+fn spinners_do_not_hold_up_a_later_task() {
+    let rt = runtime(2);
+    let go = Arc::new(AtomicUsize::new(0));
+    let spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let go = go.clone();
+            rt.spawn(move || {
+                go.fetch_add(1, Ordering::SeqCst);
+                spin_for(Duration::from_millis(400));
+            })
+        })
+        .collect();
+    while go.load(Ordering::SeqCst) < 2 {
+        std::thread::yield_now();
+    }
+    let spawned = Instant::now();
+    let started = rt.spawn(move || spawned.elapsed()).join().unwrap();
+    for s in spinners {
+        s.join().unwrap();
+    }
+    assert!(
+        started < Duration::from_millis(200),
+        "a task spawned after two spinners started after {started:?}"
+    );
+    assert!(handoffs(&rt) >= 1, "{}", rt.stats());
+}
+
+#[test]
+fn a_handed_off_task_keeps_running_and_finishes_on_a_worker() {
+    // The stuck green thread blocks, yields and exits after its worker was
+    // taken: each of those goes through the detach path.
+    let rt = runtime(1);
+    let stuck = rt.spawn(|| {
+        spin_for(Duration::from_millis(50));
+        let before = eevdf_rt::current().id();
+        eevdf_rt::yield_now();
+        eevdf_rt::sleep(Duration::from_millis(1));
+        eevdf_rt::set_nice(3).unwrap();
+        assert_eq!(eevdf_rt::current().nice(), 3);
+        spin_for(Duration::from_millis(50));
+        eevdf_rt::set_slice(Duration::from_millis(1)).unwrap();
+        assert_eq!(eevdf_rt::current().id(), before);
+        7
+    });
+    let others: Vec<_> = (0..4u64)
+        .map(|i| {
+            rt.spawn(move || {
+                for _ in 0..20 {
+                    eevdf_rt::sleep(Duration::from_micros(200));
+                }
+                i
+            })
+        })
+        .collect();
+    assert_eq!(stuck.join().unwrap(), 7);
+    let sum: u64 = others.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(sum, 6);
+    assert!(handoffs(&rt) >= 1, "{}", rt.stats());
+    assert!(all_exited(&rt), "{} tasks left", rt.live_tasks());
+}
+
+#[test]
+fn handoff_off_starts_no_thread() {
+    let rt = Builder::new().workers(1).handoff(None).build().unwrap();
+    let h = rt.spawn(|| spin_for(Duration::from_millis(20)));
+    let other = rt.spawn(|| 1);
+    h.join().unwrap();
+    assert_eq!(other.join().unwrap(), 1);
+    assert_eq!(handoffs(&rt), 0);
+    assert_eq!(rt.handoff_threads(), 0);
+    assert_eq!(rt.handoff(), None);
+}
+
+#[test]
+fn handoff_threshold_is_validated() {
+    for bad in [Duration::from_micros(10), Duration::from_secs(11)] {
+        let e = Builder::new()
+            .workers(1)
+            .handoff(Some(bad))
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("handoff"), "{e}");
+    }
+    // At least two ticks.
+    let rt = Builder::new()
+        .workers(1)
+        .tick(Duration::from_millis(4))
+        .handoff(Some(Duration::from_millis(1)))
+        .build()
+        .unwrap();
+    assert_eq!(rt.handoff(), Some(Duration::from_millis(8)));
+}
+
+/// Stress: green threads ping-pong over channels and count their own steps
+/// while others, now and then, hold their worker without preemption points
+/// or in blocking calls, so hand-offs happen under load. No message and no
+/// wakeup is lost (everything finishes), and no task runs twice at once
+/// (each task's step counter is checked against a flag only it sets).
+#[test]
+fn stress_handoffs_under_load_lose_nothing() {
+    let rt = runtime(2);
+    let pairs = 8;
+    let rounds = 300u64;
+    let mut hs = Vec::new();
+    let overlap = Arc::new(AtomicBool::new(false));
+    for p in 0..pairs {
+        let (tx_a, rx_a) = eevdf_rt::sync::channel::bounded::<u64>(1);
+        let (tx_b, rx_b) = eevdf_rt::sync::channel::bounded::<u64>(1);
+        let bad = overlap.clone();
+        hs.push(rt.spawn(move || {
+            let inside = AtomicBool::new(false);
+            let mut sum = 0;
+            for i in 0..rounds {
+                if inside.swap(true, Ordering::SeqCst) {
+                    bad.store(true, Ordering::SeqCst);
+                }
+                tx_a.send(i).unwrap();
+                sum += rx_b.recv().unwrap();
+                if p % 3 == 0 && i % 60 == 0 {
+                    spin_for(Duration::from_millis(6));
+                }
+                inside.store(false, Ordering::SeqCst);
+            }
+            sum
+        }));
+        hs.push(rt.spawn(move || {
+            let mut sum = 0;
+            for _ in 0..rounds {
+                let v = rx_a.recv().unwrap();
+                if p % 4 == 1 && v % 75 == 0 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                sum += v;
+                tx_b.send(v).unwrap();
+            }
+            sum
+        }));
+    }
+    let steps = Arc::new(AtomicU64::new(0));
+    let counter = {
+        let steps = steps.clone();
+        rt.spawn(move || {
+            for _ in 0..2000 {
+                steps.fetch_add(1, Ordering::Relaxed);
+                eevdf_rt::yield_now();
+            }
+        })
+    };
+    let expected = rounds * (rounds - 1) / 2;
+    for h in hs {
+        assert_eq!(h.join().unwrap(), expected);
+    }
+    counter.join().unwrap();
+    assert_eq!(steps.load(Ordering::Relaxed), 2000);
+    assert!(!overlap.load(Ordering::SeqCst), "a task ran twice at once");
+    assert!(all_exited(&rt), "{} tasks left", rt.live_tasks());
+    rt.shutdown();
+}
+
+#[test]
+fn shutdown_with_a_thread_still_detached_waits_for_it() {
+    let rt = runtime(1);
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let _stuck = rt.spawn(move || {
+        std::thread::sleep(Duration::from_millis(60));
+        d.store(true, Ordering::SeqCst);
+    });
+    // Work waits behind it, so the worker is handed off.
+    let other = rt.spawn(|| eevdf_rt::sleep(Duration::from_millis(1)));
+    other.join().unwrap();
+    rt.shutdown();
+    assert!(done.load(Ordering::SeqCst));
+}

@@ -1,82 +1,86 @@
-//! The start barrier for OS-thread tasks.
+//! The start barrier for a run's tasks, green threads and OS threads alike.
 //!
-//! Owns: [`Gate`], a one-shot "everyone ready → coordinator stamps the start
-//! time → go" barrier, with an abort path so a coordinator that failed to
-//! start every task can release the ones already waiting. Must not: know
-//! what the tasks do or measure anything itself.
+//! Owns: [`Gate`], a one-shot barrier for exactly `n` tasks: they
+//! [`arrive`](Gate::arrive) and wait; the coordinator waits until all `n`
+//! have arrived ([`wait_ready`](Gate::wait_ready)), reads the clock and
+//! [`open`](Gate::open)s the gate, or [`abort`](Gate::abort)s it when it
+//! failed to start every task. Built on `eevdf_rt::sync::Futex`, so a green
+//! thread parks only itself, never its worker, and an OS thread blocks in
+//! the kernel. Must not: know what the tasks do or measure anything itself.
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use eevdf_rt::sync::Futex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    Closed,
-    Open,
-    Aborted,
-}
+const CLOSED: u32 = 0;
+const OPEN: u32 = 1;
+const ABORTED: u32 = 2;
 
-/// A start barrier: tasks [`arrive`](Gate::arrive) and block; the
-/// coordinator waits for all of them ([`wait_ready`](Gate::wait_ready)),
-/// reads the clock, and [`open`](Gate::open)s the gate.
+/// A one-shot start barrier for exactly `n` tasks.
+///
+/// Only the `n`-th arrival wakes the coordinator, and opening wakes every
+/// task with one `Futex::wake_all`, so a run of `n` tasks costs `n + 1`
+/// wakeups in all.
+#[derive(Debug)]
 pub struct Gate {
-    inner: Mutex<(usize, State)>,
-    ready_cv: Condvar,
-    go_cv: Condvar,
-}
-
-impl Default for Gate {
-    fn default() -> Self {
-        Self::new()
-    }
+    n: u32,
+    ready: AtomicU32,
+    state: AtomicU32,
 }
 
 impl Gate {
-    /// A closed gate with nobody waiting.
-    pub fn new() -> Self {
+    /// A closed gate that expects `n` tasks (at most `u32::MAX`).
+    pub fn new(n: usize) -> Self {
         Gate {
-            inner: Mutex::new((0, State::Closed)),
-            ready_cv: Condvar::new(),
-            go_cv: Condvar::new(),
+            n: u32::try_from(n).unwrap_or(u32::MAX),
+            ready: AtomicU32::new(0),
+            state: AtomicU32::new(CLOSED),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, (usize, State)> {
-        // Nothing inside the lock can panic, but never propagate poison.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Announces this task as ready and blocks until the gate opens.
-    /// Returns `false` if the run was aborted instead: the task must exit.
+    /// Announces the caller as ready and waits until the gate opens.
+    /// Returns `false` if the run was aborted instead: the task must end.
     pub fn arrive(&self) -> bool {
-        let mut g = self.lock();
-        g.0 += 1;
-        self.ready_cv.notify_one();
-        while g.1 == State::Closed {
-            g = self.go_cv.wait(g).unwrap_or_else(PoisonError::into_inner);
+        if self.ready.fetch_add(1, Ordering::SeqCst) + 1 == self.n {
+            Futex::wake(&self.ready, 1);
         }
-        g.1 == State::Open
-    }
-
-    /// Blocks until `n` tasks have arrived.
-    pub fn wait_ready(&self, n: usize) {
-        let mut g = self.lock();
-        while g.0 < n {
-            g = self
-                .ready_cv
-                .wait(g)
-                .unwrap_or_else(PoisonError::into_inner);
+        loop {
+            match self.state.load(Ordering::SeqCst) {
+                CLOSED => Futex::wait(&self.state, CLOSED),
+                s => return s == OPEN,
+            }
         }
     }
 
-    /// Releases every task, now and later arrivals alike.
+    /// Waits until all `n` tasks have arrived.
+    pub fn wait_ready(&self) {
+        loop {
+            let r = self.ready.load(Ordering::SeqCst);
+            if r >= self.n {
+                return;
+            }
+            Futex::wait(&self.ready, r);
+        }
+    }
+
+    /// Releases every task.
     pub fn open(&self) {
-        self.lock().1 = State::Open;
-        self.go_cv.notify_all();
+        self.release(OPEN);
     }
 
     /// Releases every task with "aborted".
     pub fn abort(&self) {
-        self.lock().1 = State::Aborted;
-        self.go_cv.notify_all();
+        self.release(ABORTED);
+    }
+
+    fn release(&self, to: u32) {
+        // Only the first release counts (an abort after open changes nothing).
+        if self
+            .state
+            .compare_exchange(CLOSED, to, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            Futex::wake_all(&self.state);
+        }
     }
 }
 
@@ -85,25 +89,37 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    #[test]
-    fn open_releases_everyone_and_abort_says_so() {
+    /// Five tasks, spawned by `spawn`, see "open" or "abort" as released.
+    fn check(spawn: impl Fn(Arc<Gate>) -> Box<dyn FnOnce() -> bool>) {
         for open in [true, false] {
-            let gate = Arc::new(Gate::new());
-            let hs: Vec<_> = (0..4)
-                .map(|_| {
-                    let g = Arc::clone(&gate);
-                    std::thread::spawn(move || g.arrive())
-                })
-                .collect();
-            gate.wait_ready(4);
+            let gate = Arc::new(Gate::new(5));
+            let joins: Vec<_> = (0..5).map(|_| spawn(Arc::clone(&gate))).collect();
+            gate.wait_ready();
             if open {
                 gate.open();
             } else {
                 gate.abort();
             }
-            for h in hs {
-                assert_eq!(h.join().unwrap(), open);
+            for join in joins {
+                assert_eq!(join(), open);
             }
         }
+    }
+
+    #[test]
+    fn os_threads_wait_for_the_gate_and_see_open_or_abort() {
+        check(|g| {
+            let h = std::thread::spawn(move || g.arrive());
+            Box::new(move || h.join().unwrap())
+        });
+    }
+
+    #[test]
+    fn green_tasks_wait_for_the_gate_and_see_open_or_abort() {
+        let rt = Arc::new(eevdf_rt::Builder::new().workers(2).build().unwrap());
+        check(|g| {
+            let h = rt.spawn(move || g.arrive());
+            Box::new(move || h.join().unwrap())
+        });
     }
 }

@@ -3,11 +3,19 @@
 //! Owns: [`Schedule`] (absolute deadlines every interval, with the rule for
 //! missed periods), [`ProbeRecorder`] (lateness histogram, exact min / max /
 //! mean, cycle and overrun counts) and [`ProbeResult`], what a report prints
-//! per probe. Must not: sleep, read a clock, spawn or set priorities; each
-//! backend does that with its own primitives and feeds the times in here, so
-//! all backends measure lateness the same way.
+//! per probe, and [`nanos`], the one conversion of a `Duration` to the
+//! nanoseconds these work in. Must not: sleep, read a clock, spawn or set
+//! priorities; `probes` (threads, green) and the tokio backend do that with
+//! their own primitives and feed the times in here, so all backends measure
+//! lateness the same way.
 
 use bench_common::hist::{self, Histogram};
+use std::time::Duration;
+
+/// `d` in nanoseconds, saturating at `u64::MAX` (584 years).
+pub fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
 
 /// Absolute deadlines `base + k * interval`, `k = 1, 2, ...`, up to `base + duration`.
 ///

@@ -673,20 +673,13 @@ mod tests {
     fn latency_mode_options() {
         let c = ok("--latency --interval 500 --duration 0.3 --nice-levels -5,0,7 -g 2");
         assert_eq!(c.backends, vec![BackendKind::Threads]);
-        match c.mode {
-            Mode::Latency {
-                interval,
-                duration,
-                nice_levels,
-                columns,
-            } => {
-                assert_eq!(interval, Duration::from_micros(500));
-                assert_eq!(duration, Duration::from_millis(300));
-                assert_eq!(nice_levels, vec![-5, 0, 7]);
-                assert_eq!(columns, vec![LatencyColumn::default_column()]);
-            }
-            m => panic!("{m:?}"),
-        }
+        let want = Mode::Latency {
+            interval: Duration::from_micros(500),
+            duration: Duration::from_millis(300),
+            nice_levels: vec![-5, 0, 7],
+            columns: vec![LatencyColumn::default_column()],
+        };
+        assert_eq!(c.mode, want);
         let c = ok("--latency --backend all --columns bg3");
         assert_eq!(
             c.backends,

@@ -1,90 +1,104 @@
-//! The spawn test's driver for OS-thread spawners.
+//! The spawn test's driver, written once for every blocking backend.
 //!
-//! Owns: running `c` spawner threads that repeat one "create a task that
+//! Owns: running `c` spawner tasks that repeat one "create a task that
 //! exits at once, wait for it" step until a [`SpawnLimit`], with a start
-//! barrier and a clean stop, and turning that into a [`SpawnRun`]. The
-//! `processes` and `threads` backends supply only the step. Must not: know
-//! how a task is created (that is the backend's step) or print anything.
+//! gate and a clean stop (the first failing spawner stops the others).
+//! `processes` and `threads` run the spawners as OS threads, `green` as
+//! green threads; each supplies only its step. Must not: know how a task
+//! is created (that is the backend's step), read runtime counters or print.
 
-use crate::backend::{SpawnConfig, SpawnLimit, SpawnRun};
+use crate::backend::{SpawnConfig, SpawnLimit};
 use crate::error::BenchError;
 use crate::gate::Gate;
+use crate::tasks::{joined, start_all, Tasks};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One spawn-and-wait step.
 pub type SpawnStep = fn() -> io::Result<()>;
 
-/// Runs `cfg.spawners` OS threads, each calling `step` until `cfg.limit`
-/// (or until another spawner fails). `what` names the step in errors.
-pub fn run_os_spawners(
-    cfg: &SpawnConfig,
-    step: SpawnStep,
-    what: &str,
-) -> Result<SpawnRun, BenchError> {
-    let gate = Arc::new(Gate::new());
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut handles = Vec::with_capacity(cfg.spawners);
-    for i in 0..cfg.spawners {
-        let (g, s, limit) = (Arc::clone(&gate), Arc::clone(&stop), cfg.limit);
-        let spawned = std::thread::Builder::new()
-            .name(format!("spawner-{i}"))
-            .spawn(move || spawner(&g, &s, limit, step));
-        match spawned {
-            Ok(h) => handles.push(h),
-            Err(e) => {
-                gate.abort();
-                for h in handles {
-                    let _ = h.join();
+/// Spawners waiting at the start gate.
+pub struct Spawners<B: Tasks> {
+    gate: Arc<Gate>,
+    stop: Arc<AtomicBool>,
+    limit: SpawnLimit,
+    what: String,
+    handles: Vec<B::Handle<io::Result<u64>>>,
+}
+
+impl<B: Tasks> Spawners<B> {
+    /// Starts `cfg.spawners` tasks with `tasks`, each calling `step` until
+    /// `cfg.limit` once released, and returns when all wait at the gate.
+    /// `what` names the step in errors.
+    pub fn start(
+        tasks: &B,
+        cfg: &SpawnConfig,
+        step: SpawnStep,
+        what: &str,
+    ) -> Result<Spawners<B>, BenchError> {
+        let gate = Arc::new(Gate::new(cfg.spawners));
+        let stop = Arc::new(AtomicBool::new(false));
+        let max = match cfg.limit {
+            SpawnLimit::Iterations(n) => n,
+            SpawnLimit::Duration(_) => u64::MAX,
+        };
+        let handles = start_all::<B, _, _>(&gate, 0..cfg.spawners, |i| {
+            let (g, s) = (Arc::clone(&gate), Arc::clone(&stop));
+            tasks.spawn(Some(format!("spawner {i}")), move || {
+                spawner(&g, &s, max, step)
+            })
+        })?;
+        gate.wait_ready();
+        Ok(Spawners {
+            gate,
+            stop,
+            limit: cfg.limit,
+            what: what.to_string(),
+            handles,
+        })
+    }
+
+    /// Opens the gate, stops the spawners after a `--duration` limit and
+    /// joins them: the spawns done by all, from "go" to the last one ending.
+    pub fn run(mut self) -> Result<(u64, Duration), BenchError> {
+        let start = Instant::now();
+        self.gate.open();
+        if let SpawnLimit::Duration(d) = self.limit {
+            std::thread::sleep(d);
+            self.stop.store(true, Ordering::Relaxed);
+        }
+        let mut spawns = 0;
+        let mut first_err = None;
+        for (i, h) in std::mem::take(&mut self.handles).into_iter().enumerate() {
+            match joined(B::join(h), || format!("spawner {i}: {}", self.what)) {
+                Ok(n) => spawns += n,
+                Err(e) => {
+                    self.stop.store(true, Ordering::Relaxed);
+                    first_err.get_or_insert(e);
                 }
-                return Err(BenchError::io("starting a spawner thread", e));
             }
         }
-    }
-    gate.wait_ready(cfg.spawners);
-    let start = Instant::now();
-    gate.open();
-    if let SpawnLimit::Duration(d) = cfg.limit {
-        std::thread::sleep(d);
-        stop.store(true, Ordering::Relaxed);
-    }
-    let mut spawns = 0;
-    let mut first_err = None;
-    for h in handles {
-        match h.join() {
-            Ok(Ok(n)) => spawns += n,
-            Ok(Err(e)) => {
-                stop.store(true, Ordering::Relaxed);
-                first_err.get_or_insert(BenchError::io(what, e));
-            }
-            Err(_) => {
-                stop.store(true, Ordering::Relaxed);
-                first_err.get_or_insert(BenchError::Task("a spawner thread panicked".into()));
-            }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok((spawns, start.elapsed())),
         }
-    }
-    let elapsed = start.elapsed();
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(SpawnRun {
-            spawns,
-            elapsed,
-            counters: Vec::new(),
-            details: Vec::new(),
-        }),
     }
 }
 
-fn spawner(gate: &Gate, stop: &AtomicBool, limit: SpawnLimit, step: SpawnStep) -> io::Result<u64> {
+impl<B: Tasks> Drop for Spawners<B> {
+    /// Spawners dropped without [`Spawners::run`] are released with
+    /// "aborted" (a no-op after `run` opened the gate), so none waits forever.
+    fn drop(&mut self) {
+        self.gate.abort();
+    }
+}
+
+fn spawner(gate: &Gate, stop: &AtomicBool, max: u64, step: SpawnStep) -> io::Result<u64> {
     if !gate.arrive() {
         return Ok(0);
     }
-    let max = match limit {
-        SpawnLimit::Iterations(n) => n,
-        SpawnLimit::Duration(_) => u64::MAX,
-    };
     let mut n = 0;
     while n < max && !stop.load(Ordering::Relaxed) {
         if let Err(e) = step() {

@@ -9,11 +9,10 @@ use crate::backend::{
 };
 use crate::error::BenchError;
 use crate::opts;
-use crate::transport::{write_all, TransportKind};
+use crate::transport::TransportKind;
 use crate::verify::VerifyError;
-use crate::workload::{Loops, SendFn};
+use crate::workload::{send_messages, Loops, SendFn, Sink};
 use std::io;
-use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 const TRANSPORTS: [TransportKind; 3] = [
@@ -97,15 +96,21 @@ fn fd_backends_reject_the_channel_transport_as_bad_usage() {
     ));
 }
 
-/// Skips the first message to the first receiver but claims every loop.
-fn skip_one(writers: &[BorrowedFd<'_>], msg: &[u8], loops: Loops<'_>) -> io::Result<u64> {
+/// The loop count of a fixed run (the broken senders run only those).
+fn fixed(loops: Loops<'_>) -> u64 {
     let Loops::Fixed(n) = loops else {
-        unreachable!()
+        unreachable!("broken senders run fixed loops")
     };
+    n
+}
+
+/// Skips the first message to the first receiver but claims every loop.
+fn skip_one<W: Sink>(writers: &[W], msg: &W::Msg, loops: Loops<'_>) -> io::Result<u64> {
+    let n = fixed(loops);
     for l in 0..n {
-        for (i, &w) in writers.iter().enumerate() {
+        for (i, w) in writers.iter().enumerate() {
             if !(l == 0 && i == 0) {
-                write_all(w, msg)?;
+                w.send(msg)?;
             }
         }
     }
@@ -113,143 +118,71 @@ fn skip_one(writers: &[BorrowedFd<'_>], msg: &[u8], loops: Loops<'_>) -> io::Res
 }
 
 /// Writes the first message to the first receiver one byte short.
-fn short_one(writers: &[BorrowedFd<'_>], msg: &[u8], loops: Loops<'_>) -> io::Result<u64> {
-    let Loops::Fixed(n) = loops else {
-        unreachable!()
-    };
+fn short_one<W: Sink>(writers: &[W], msg: &W::Msg, loops: Loops<'_>) -> io::Result<u64> {
+    let n = fixed(loops);
+    let short = W::Msg::from(&msg[..msg.len() - 1]);
     for l in 0..n {
-        for (i, &w) in writers.iter().enumerate() {
-            let m = if l == 0 && i == 0 {
-                &msg[..msg.len() - 1]
-            } else {
-                msg
-            };
-            write_all(w, m)?;
+        for (i, w) in writers.iter().enumerate() {
+            w.send(if l == 0 && i == 0 { &short } else { msg })?;
         }
     }
     Ok(n)
 }
 
 /// Sends one message too many to every receiver.
-fn one_extra(writers: &[BorrowedFd<'_>], msg: &[u8], loops: Loops<'_>) -> io::Result<u64> {
-    let Loops::Fixed(n) = loops else {
-        unreachable!()
-    };
-    crate::workload::send_messages(writers, msg, Loops::Fixed(n + 1))?;
+fn one_extra<W: Sink>(writers: &[W], msg: &W::Msg, loops: Loops<'_>) -> io::Result<u64> {
+    let n = fixed(loops);
+    send_messages(writers, msg, Loops::Fixed(n + 1))?;
     Ok(n)
 }
 
 /// A broken sender, its name, and the verification error it must cause.
-type BrokenRun = (&'static str, SendFn, fn(&VerifyError) -> bool);
+type BrokenRun<W> = (&'static str, SendFn<W>, fn(&VerifyError) -> bool);
 
-fn broken_runs() -> Vec<BrokenRun> {
-    vec![
-        ("skip", skip_one, |e| {
+fn broken_runs<W: Sink>() -> [BrokenRun<W>; 3] {
+    [
+        ("skip", skip_one::<W>, |e| {
             matches!(e, VerifyError::Lost { receiver: 0, .. })
         }),
-        ("short", short_one, |e| {
+        ("short", short_one::<W>, |e| {
             matches!(e, VerifyError::Short { receiver: 0, .. })
         }),
-        ("extra", one_extra, |e| {
+        ("extra", one_extra::<W>, |e| {
             matches!(e, VerifyError::Extra { .. })
         }),
     ]
 }
 
-/// The green twins of the broken senders above, on green writers.
-mod green_broken {
-    use crate::backend::green::endpoint::{Msg, Writer};
-    use crate::workload::Loops;
-    use std::io;
-    use std::sync::Arc;
-
-    fn fixed(loops: Loops<'_>) -> u64 {
-        let Loops::Fixed(n) = loops else {
-            unreachable!()
-        };
-        n
-    }
-
-    pub fn skip_one(writers: &[Writer], msg: &Msg, loops: Loops<'_>) -> io::Result<u64> {
-        let n = fixed(loops);
-        for l in 0..n {
-            for (i, w) in writers.iter().enumerate() {
-                if !(l == 0 && i == 0) {
-                    w.send(msg)?;
-                }
+/// Runs every broken sender with `run_fixed` on every transport in
+/// `transports` and checks the verification error.
+fn check_broken<W: Sink>(
+    transports: &[TransportKind],
+    run_fixed: fn(&HackbenchConfig, SendFn<W>) -> Result<backend::HackbenchRun, BenchError>,
+) {
+    for &t in transports {
+        for (name, send, want) in broken_runs::<W>() {
+            match run_fixed(&tiny(t), send) {
+                Err(BenchError::Verify(e)) => assert!(want(&e), "{t:?} {name}: {e}"),
+                other => panic!("{t:?} {name}: expected a verification error, got {other:?}"),
             }
         }
-        Ok(n)
-    }
-
-    pub fn short_one(writers: &[Writer], msg: &Msg, loops: Loops<'_>) -> io::Result<u64> {
-        let n = fixed(loops);
-        let short: Msg = Arc::from(&msg[..msg.len() - 1]);
-        for l in 0..n {
-            for (i, w) in writers.iter().enumerate() {
-                w.send(if l == 0 && i == 0 { &short } else { msg })?;
-            }
-        }
-        Ok(n)
-    }
-
-    pub fn one_extra(writers: &[Writer], msg: &Msg, loops: Loops<'_>) -> io::Result<u64> {
-        let n = fixed(loops);
-        crate::backend::green::hackbench::send_messages(writers, msg, Loops::Fixed(n + 1))?;
-        Ok(n)
     }
 }
 
 #[test]
 fn green_backend_reports_a_broken_sender() {
-    type GreenBroken = (
-        &'static str,
-        backend::green::hackbench::GreenSendFn,
-        fn(&VerifyError) -> bool,
-    );
-    let runs: [GreenBroken; 3] = [
-        ("skip", green_broken::skip_one, |e| {
-            matches!(e, VerifyError::Lost { receiver: 0, .. })
-        }),
-        ("short", green_broken::short_one, |e| {
-            matches!(e, VerifyError::Short { receiver: 0, .. })
-        }),
-        ("extra", green_broken::one_extra, |e| {
-            matches!(e, VerifyError::Extra { .. })
-        }),
-    ];
-    for t in TRANSPORTS.into_iter().chain([TransportKind::Channel]) {
-        for (name, send, want) in runs {
-            match backend::green::hackbench::run_fixed(&tiny(t), send) {
-                Err(BenchError::Verify(e)) => assert!(want(&e), "{t:?} {name}: {e}"),
-                other => panic!("{t:?} {name}: expected a verification error, got {other:?}"),
-            }
-        }
-    }
+    let all = [TRANSPORTS.as_slice(), &[TransportKind::Channel]].concat();
+    check_broken(&all, backend::green::hackbench::run_fixed);
 }
 
 #[test]
 fn threads_backend_reports_a_broken_sender() {
-    for t in TRANSPORTS {
-        for (name, send, want) in broken_runs() {
-            match backend::threads::run_fixed(&tiny(t), send) {
-                Err(BenchError::Verify(e)) => assert!(want(&e), "{t:?} {name}: {e}"),
-                other => panic!("{t:?} {name}: expected a verification error, got {other:?}"),
-            }
-        }
-    }
+    check_broken(&TRANSPORTS, backend::threads::run_fixed);
 }
 
 #[test]
 fn processes_backend_reports_a_broken_sender() {
-    for t in TRANSPORTS {
-        for (name, send, want) in broken_runs() {
-            match backend::processes::run_fixed(&tiny(t), send) {
-                Err(BenchError::Verify(e)) => assert!(want(&e), "{t:?} {name}: {e}"),
-                other => panic!("{t:?} {name}: expected a verification error, got {other:?}"),
-            }
-        }
-    }
+    check_broken(&TRANSPORTS, backend::processes::run_fixed);
 }
 
 fn tiny_latency() -> LatencyConfig {

@@ -65,9 +65,7 @@ pub struct Channel {
 ///
 /// `TransportKind::Channel` has no fds and is an `Unsupported` error.
 ///
-/// For TCP, one listener on an ephemeral 127.0.0.1 port accepts all `n`
-/// connections and is closed before returning; both ends get `TCP_NODELAY`
-/// so that Nagle's algorithm does not batch the 100-byte messages.
+/// For TCP, the pairs come from [`tcp_pairs`].
 pub fn make_channels(kind: TransportKind, n: usize) -> io::Result<Vec<Channel>> {
     let mut out = Vec::with_capacity(n);
     match kind {
@@ -84,13 +82,7 @@ pub fn make_channels(kind: TransportKind, n: usize) -> io::Result<Vec<Channel>> 
             }
         }
         TransportKind::Tcp => {
-            let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-            let addr = listener.local_addr()?;
-            for _ in 0..n {
-                let tx = TcpStream::connect(addr)?;
-                let (rx, _) = listener.accept()?;
-                tx.set_nodelay(true)?;
-                rx.set_nodelay(true)?;
+            for (rx, tx) in tcp_pairs(n)? {
                 out.push(Channel {
                     rx: OwnedFd::from(rx),
                     tx: OwnedFd::from(tx),
@@ -103,6 +95,24 @@ pub fn make_channels(kind: TransportKind, n: usize) -> io::Result<Vec<Channel>> 
                 "the channel transport has no file descriptors (green backend only)",
             ))
         }
+    }
+    Ok(out)
+}
+
+/// `n` connected TCP pairs over 127.0.0.1, as (accepted end, connecting
+/// end), both blocking with `TCP_NODELAY` so that Nagle's algorithm does
+/// not batch small messages. One listener on an ephemeral port accepts all
+/// of them and is closed before returning.
+pub fn tcp_pairs(n: usize) -> io::Result<Vec<(TcpStream, TcpStream)>> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    let addr = listener.local_addr()?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let tx = TcpStream::connect(addr)?;
+        let (rx, _) = listener.accept()?;
+        tx.set_nodelay(true)?;
+        rx.set_nodelay(true)?;
+        out.push((rx, tx));
     }
     Ok(out)
 }

@@ -1,6 +1,7 @@
 //! The `hackbench` binary as a user runs it: exit codes, messages, and tiny
 //! runs of every mode through the command line.
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
@@ -15,6 +16,20 @@ fn text(o: &Output) -> (String, String) {
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
+}
+
+/// Runs `hackbench` with the words of `line` followed by each `(flag,
+/// path)` of `files`, asserts that it succeeded and returns its stdout.
+fn succeeds(line: &str, files: &[(&str, &Path)]) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hackbench"));
+    cmd.args(line.split_whitespace());
+    for (flag, path) in files {
+        cmd.arg(flag).arg(path);
+    }
+    let o = cmd.output().expect("the hackbench binary runs");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{line}\n{out}\n{err}");
+    out
 }
 
 /// Asserts exit code 2, a message on stderr containing `needle`, and no panic.
@@ -99,31 +114,13 @@ fn bad_input_exits_2_with_a_message() {
 
 #[test]
 fn green_runs_every_transport_and_names_its_features() {
-    for transport in [
-        &[][..],
-        &["-p"],
-        &["-i"],
-        &["--transport", "channel"],
-        &["--transport", "unix"],
-    ] {
-        let mut args = vec![
-            "--backend",
-            "green",
-            "-g",
-            "1",
-            "-f",
-            "2",
-            "-l",
-            "10",
-            "--workers",
-            "2",
-            "--features",
-            "NO_RUN_TO_PARITY",
-        ];
-        args.extend(transport);
-        let o = run(&args);
-        let (out, err) = text(&o);
-        assert!(o.status.success(), "{args:?}\n{out}\n{err}");
+    for transport in ["", "-p", "-i", "--transport channel", "--transport unix"] {
+        let out = succeeds(
+            &format!(
+                "--backend green -g 1 -f 2 -l 10 --workers 2 --features NO_RUN_TO_PARITY {transport}"
+            ),
+            &[],
+        );
         assert!(out.contains("Running in green mode with 1 groups"), "{out}");
         assert!(
             out.contains("(2 worker threads, eevdf-rt features: NO_RUN_TO_PARITY"),
@@ -132,21 +129,10 @@ fn green_runs_every_transport_and_names_its_features() {
         assert_eq!(out.matches("Time: ").count(), 1, "{out}");
     }
     // `all` with channels runs green alone (the others have no channels).
-    let o = run(&[
-        "--backend",
-        "all",
-        "--transport",
-        "channel",
-        "-g",
-        "1",
-        "-f",
-        "2",
-        "-l",
-        "10",
-        "--stats",
-    ]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    let out = succeeds(
+        "--backend all --transport channel -g 1 -f 2 -l 10 --stats",
+        &[],
+    );
     assert_eq!(out.matches("Time: ").count(), 1, "{out}");
     assert!(out.contains("eevdf-rt channels"), "{out}");
     assert!(out.contains("context_switches"), "--stats: {out}");
@@ -200,22 +186,10 @@ fn json_rows_and_a_green_trace() {
     let dir = std::env::temp_dir().join(format!("hackbench-json-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (json, trace) = (dir.join("rows.json"), dir.join("trace.json"));
-    let o = run(&[
-        "--backend",
-        "all",
-        "-g",
-        "1",
-        "-f",
-        "2",
-        "-l",
-        "50",
-        "--json",
-        json.to_str().unwrap(),
-        "--trace",
-        trace.to_str().unwrap(),
-    ]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    succeeds(
+        "--backend all -g 1 -f 2 -l 50",
+        &[("--json", &json), ("--trace", &trace)],
+    );
     let rows: Vec<serde_json::Value> = std::fs::read_to_string(&json)
         .unwrap()
         .lines()
@@ -246,21 +220,10 @@ fn tiny_latency_and_spawn_runs_with_plots() {
     let dir = std::env::temp_dir().join(format!("hackbench-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let lat_svg = dir.join("latency.svg");
-    let o = run(&[
-        "--latency",
-        "--backend",
-        "all",
-        "--duration",
-        "0.3",
-        "-g",
-        "1",
-        "-f",
-        "2",
-        "--plot",
-        lat_svg.to_str().unwrap(),
-    ]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    let out = succeeds(
+        "--latency --backend all --duration 0.3 -g 1 -f 2",
+        &[("--plot", &lat_svg)],
+    );
     assert!(out.contains("Latency mode, threads backend"), "{out}");
     assert!(out.contains("Latency mode, tokio backend"), "{out}");
     assert!(out.contains("tokio has no task priorities"), "{out}");
@@ -270,21 +233,11 @@ fn tiny_latency_and_spawn_runs_with_plots() {
     assert!(svg.contains("<svg") && svg.contains("green"));
 
     // Green's feature columns: a Markdown table with one column each.
-    let o = run(&[
-        "--latency",
-        "--backend",
-        "green",
-        "--duration",
-        "0.3",
-        "-g",
-        "1",
-        "-f",
-        "2",
-        "--columns",
-        "default;TICK_ELIGIBLE;slice=100us",
-    ]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    let out = succeeds(
+        "--latency --backend green --duration 0.3 -g 1 -f 2 \
+         --columns default;TICK_ELIGIBLE;slice=100us",
+        &[],
+    );
     assert!(
         out.contains("| nice | default | TICK_ELIGIBLE | slice=100us |"),
         "{out}"
@@ -292,17 +245,10 @@ fn tiny_latency_and_spawn_runs_with_plots() {
     assert!(out.contains("| preemptions"), "{out}");
 
     let spawn_svg = dir.join("spawn.svg");
-    let o = run(&[
-        "--spawn",
-        "--backend",
-        "all",
-        "--duration",
-        "0.3",
-        "--plot",
-        spawn_svg.to_str().unwrap(),
-    ]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    let out = succeeds(
+        "--spawn --backend all --duration 0.3",
+        &[("--plot", &spawn_svg)],
+    );
     // 5 reports (green twice: SPAWN_LOCAL and NO_SPAWN_LOCAL) + table header
     assert_eq!(out.matches("spawns/s").count(), 6, "{out}");
     assert!(out.contains("green NO_SPAWN_LOCAL"), "{out}");
@@ -311,19 +257,7 @@ fn tiny_latency_and_spawn_runs_with_plots() {
     assert!(svg.contains("<svg") && svg.contains("green SPAWN_LOCAL"));
 
     let hb_svg = dir.join("hackbench.svg");
-    let o = run(&[
-        "--backend",
-        "all",
-        "-g",
-        "1",
-        "-f",
-        "2",
-        "-l",
-        "10",
-        "--plot",
-        hb_svg.to_str().unwrap(),
-    ]);
-    assert!(o.status.success());
+    succeeds("--backend all -g 1 -f 2 -l 10", &[("--plot", &hb_svg)]);
     let svg = std::fs::read_to_string(&hb_svg).unwrap();
     assert!(svg.contains("<svg") && svg.contains("green"));
     let _ = std::fs::remove_dir_all(&dir);

@@ -10,7 +10,10 @@
 //!
 //! Each backend is a module (`green` is a folder with one module per
 //! mode); a backend without a mode says so with [`Missing::Unsupported`]
-//! (processes have no latency mode).
+//! (processes have no latency mode). The blocking backends (processes,
+//! threads, green) each provide a [`RunFixed`] function that the registry
+//! wraps in [`Blocking`]; their shared skeletons are the crate's `load`,
+//! `probes` and `spawn` drivers.
 
 pub mod green;
 pub mod processes;
@@ -20,6 +23,7 @@ pub mod tokio;
 use crate::error::BenchError;
 use crate::latency::ProbeResult;
 use crate::transport::TransportKind;
+use crate::workload::{send_messages, SendFn, Sink};
 use std::time::Duration;
 
 /// One of the ways to run the same workload.
@@ -140,6 +144,28 @@ pub trait HackbenchBackend {
     fn run(&self, cfg: &HackbenchConfig) -> Result<HackbenchRun, BenchError>;
 }
 
+/// A blocking backend's fixed `-l` run with a given sender loop (tests
+/// pass broken ones): `threads::run_fixed`, `processes::run_fixed`,
+/// `green::hackbench::run_fixed`.
+pub type RunFixed<W> = fn(&HackbenchConfig, SendFn<W>) -> Result<HackbenchRun, BenchError>;
+
+/// The [`HackbenchBackend`] of a blocking backend: its [`RunFixed`] with
+/// the real sender loop.
+pub struct Blocking<W: Sink> {
+    kind: BackendKind,
+    run_fixed: RunFixed<W>,
+}
+
+impl<W: Sink> HackbenchBackend for Blocking<W> {
+    fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    fn run(&self, cfg: &HackbenchConfig) -> Result<HackbenchRun, BenchError> {
+        (self.run_fixed)(cfg, send_messages)
+    }
+}
+
 /// One latency-mode run (probes plus a hackbench load on the same backend).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LatencyConfig {
@@ -174,6 +200,17 @@ impl LatencyColumn {
             features: None,
             probe_slice: None,
         }
+    }
+
+    /// The check of every backend without feature sets or probe slices
+    /// (threads, tokio): anything but the default column is a usage error.
+    pub fn require_default(&self, backend: &str) -> Result<(), BenchError> {
+        if self.features.is_some() || self.probe_slice.is_some() {
+            return Err(BenchError::Usage(format!(
+                "{backend} latency probes have no feature sets or slices (green only)"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -263,12 +300,15 @@ pub enum Missing {
 
 /// The hackbench implementation of `kind`.
 pub fn hackbench(kind: BackendKind) -> Result<Box<dyn HackbenchBackend>, Missing> {
-    match kind {
-        BackendKind::Processes => Ok(Box::new(processes::Processes)),
-        BackendKind::Threads => Ok(Box::new(threads::Threads)),
-        BackendKind::Tokio => Ok(Box::new(tokio::Tokio)),
-        BackendKind::Green => green::hackbench(),
+    fn blocking<W: Sink + 'static>(kind: BackendKind, run_fixed: RunFixed<W>) -> Box<Blocking<W>> {
+        Box::new(Blocking { kind, run_fixed })
     }
+    Ok(match kind {
+        BackendKind::Processes => blocking(kind, processes::run_fixed),
+        BackendKind::Threads => blocking(kind, threads::run_fixed),
+        BackendKind::Tokio => Box::new(tokio::Tokio),
+        BackendKind::Green => blocking(kind, green::hackbench::run_fixed),
+    })
 }
 
 /// The latency-mode implementation of `kind`.

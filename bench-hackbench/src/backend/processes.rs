@@ -15,17 +15,14 @@
 //! (`waitpid` only on its process group or on a known pid), because other
 //! code in the same process (tests) may have children too.
 
-use super::{
-    BackendKind, HackbenchBackend, HackbenchConfig, HackbenchRun, SpawnBackend, SpawnConfig,
-    SpawnRun,
-};
+use super::{BackendKind, HackbenchConfig, HackbenchRun, SpawnBackend, SpawnConfig, SpawnRun};
 use crate::error::BenchError;
 use crate::transport::{make_channels, pipe, read_some, write_all};
 use crate::verify::{check_receiver, Received, VerifyError};
-use crate::workload::{receive_messages, send_messages, Loops, SendFn};
+use crate::workload::{receive_messages, Loops, SendFn};
 use std::fmt::{self, Write as _};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -42,18 +39,11 @@ const UNREPORTED: u64 = u64::MAX;
 /// The `processes` backend (hackbench and spawn modes).
 pub struct Processes;
 
-impl HackbenchBackend for Processes {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Processes
-    }
-
-    fn run(&self, cfg: &HackbenchConfig) -> Result<HackbenchRun, BenchError> {
-        run_fixed(cfg, send_messages)
-    }
-}
-
 /// A fixed `-l` run with the given sender loop (tests pass broken ones).
-pub(crate) fn run_fixed(cfg: &HackbenchConfig, send: SendFn) -> Result<HackbenchRun, BenchError> {
+pub(crate) fn run_fixed(
+    cfg: &HackbenchConfig,
+    send: SendFn<OwnedFd>,
+) -> Result<HackbenchRun, BenchError> {
     crate::transport::require_fds(cfg.transport, "processes")?;
     let (f, s) = (cfg.fds, cfg.datasize);
     // Two slots per task: senders store loops done; receivers store
@@ -72,16 +62,18 @@ pub(crate) fn run_fixed(cfg: &HackbenchConfig, send: SendFn) -> Result<Hackbench
     let expected = cfg.messages_per_receiver();
 
     for g in 0..cfg.groups {
-        let chans = make_channels(cfg.transport, f)
-            .map_err(|e| BenchError::io(format!("group {g}: creating channels"), e))?;
-        let writers: Vec<BorrowedFd<'_>> = chans.iter().map(|c| c.tx.as_fd()).collect();
+        let (writers, readers): (Vec<OwnedFd>, Vec<OwnedFd>) = make_channels(cfg.transport, f)
+            .map_err(|e| BenchError::io(format!("group {g}: creating channels"), e))?
+            .into_iter()
+            .map(|c| (c.tx, c.rx))
+            .unzip();
         let mut sender_keep: Vec<RawFd> = writers.iter().map(|w| w.as_raw_fd()).collect();
         sender_keep.extend([barrier.ready_w.as_raw_fd(), barrier.go_r.as_raw_fd()]);
         sender_keep.sort_unstable();
 
-        for (i, c) in chans.iter().enumerate() {
+        for (i, rx) in readers.iter().enumerate() {
             let slot = 2 * (g * 2 * f + f + i);
-            let rx = c.rx.as_fd();
+            let mut rx = rx.as_fd();
             let mut keep = [
                 rx.as_raw_fd(),
                 barrier.ready_w.as_raw_fd(),
@@ -94,7 +86,7 @@ pub(crate) fn run_fixed(cfg: &HackbenchConfig, send: SendFn) -> Result<Hackbench
                 if !barrier.wait() {
                     return EXIT_IO;
                 }
-                match receive_messages(rx, buf) {
+                match receive_messages(&mut rx, buf) {
                     Ok(r) => {
                         slots.set(slot, r.messages);
                         slots.set(slot + 1, r.partial_bytes as u64);
@@ -500,7 +492,7 @@ impl SpawnBackend for Processes {
     }
 
     fn run(&self, cfg: &SpawnConfig) -> Result<SpawnRun, BenchError> {
-        crate::spawn::run_os_spawners(cfg, fork_and_wait, "fork/waitpid")
+        super::threads::os_spawn_run(cfg, fork_and_wait, "fork/waitpid")
     }
 }
 

@@ -17,9 +17,10 @@ use super::{
     LatencyConfig, LatencyRun, SpawnBackend, SpawnConfig, SpawnLimit, SpawnRun,
 };
 use crate::error::BenchError;
-use crate::latency::{Priority, ProbeRecorder, ProbeResult, Schedule};
+use crate::latency::{nanos, Priority, ProbeRecorder, ProbeResult, Schedule};
 use crate::transport::{make_channels, TransportKind};
 use crate::verify::{verify_groups, GroupOutcome, Received};
+use crate::workload::Loops;
 use ::tokio::io::AsyncReadExt;
 use ::tokio::net::unix::pipe;
 use ::tokio::net::{TcpStream, UnixStream};
@@ -203,13 +204,9 @@ async fn sender(
     if !barrier.wait().await {
         return Ok(0);
     }
+    let loops = Loops::new(loops, &stop);
     let mut done = 0u64;
-    loop {
-        match loops {
-            Some(n) if done == n => break,
-            None if stop.load(Ordering::Relaxed) => break,
-            _ => {}
-        }
+    while !loops.finished(done) {
         for w in writers.iter() {
             w.write_all(&msg).await?;
         }
@@ -344,14 +341,9 @@ impl LatencyBackend for Tokio {
     }
 
     fn run(&self, cfg: &LatencyConfig, column: &LatencyColumn) -> Result<LatencyRun, BenchError> {
-        if column.features.is_some() || column.probe_slice.is_some() {
-            return Err(BenchError::Usage(
-                "tokio latency probes have no feature sets or slices (green only)".into(),
-            ));
-        }
+        column.require_default("tokio")?;
         let rt = runtime(cfg.load.runtime.workers)?;
-        let interval_ns = u64::try_from(cfg.interval.as_nanos()).unwrap_or(u64::MAX);
-        let duration_ns = u64::try_from(cfg.duration.as_nanos()).unwrap_or(u64::MAX);
+        let (interval_ns, duration_ns) = (nanos(cfg.interval), nanos(cfg.duration));
         let (probes, load_messages) = rt.block_on(async {
             let load = Load::start(&cfg.load, None).await?;
             let base = Instant::now();
@@ -406,10 +398,6 @@ async fn probe(nice: i32, base: Instant, interval_ns: u64, duration_ns: u64) -> 
         rec.add_overruns(schedule.advance(nanos(now.saturating_duration_since(base))));
     }
     rec.finish(nice, Priority::Unsupported)
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl SpawnBackend for Tokio {

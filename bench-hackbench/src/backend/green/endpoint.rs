@@ -3,9 +3,11 @@
 //! Owns: making a group's channels with the runtime's own types —
 //! `eevdf_rt::net::UnixStream::pair`, `eevdf_rt::io::pipe`,
 //! `eevdf_rt::net::TcpListener`/`TcpStream` over 127.0.0.1 with
-//! `TCP_NODELAY`, or a bounded `eevdf_rt::sync::channel` — and one write
-//! ([`Writer::send`]) and one read ([`Reader::read`]) for each, so the
-//! sender and receiver loops are the same for every transport. Must not:
+//! `TCP_NODELAY` (connected by `transport`), or a bounded
+//! `eevdf_rt::sync::channel` — and one write ([`Sink`] for [`Writer`]) and
+//! one read ([`Source`] for [`Reader`]) for each, so `workload`'s sender
+//! and receiver loops drive every transport. After each message the loops
+//! call `eevdf_rt::preempt_point()` through `after_message`. Must not:
 //! allocate per message, loop over messages, or count anything.
 //!
 //! # The channel transport
@@ -18,13 +20,13 @@
 //! socket's send buffer: [`channel_capacity`] messages.
 
 use eevdf_rt::io::{PipeReader, PipeWriter};
-use eevdf_rt::net::{TcpListener, TcpStream, UnixStream};
+use eevdf_rt::net::{TcpStream, UnixStream};
 use eevdf_rt::sync::channel;
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use crate::transport::TransportKind;
+use crate::transport::{tcp_pairs, TransportKind};
+use crate::workload::{Sink, Source};
 
 /// One message as the channel transport carries it.
 pub type Msg = Arc<[u8]>;
@@ -57,11 +59,13 @@ pub enum Writer {
     Chan(channel::Sender<Msg>),
 }
 
-impl Writer {
+impl Sink for Writer {
+    type Msg = Msg;
+
     /// Writes the whole message (blocking the green thread, not its worker,
     /// while the channel is full). A receiver that is gone is `BrokenPipe`.
     #[inline]
-    pub fn send(&self, msg: &Msg) -> io::Result<()> {
+    fn send(&self, msg: &Msg) -> io::Result<()> {
         match self {
             Writer::Unix(s) => (&*s).write_all(msg),
             Writer::Pipe(p) => (&*p).write_all(msg),
@@ -70,6 +74,11 @@ impl Writer {
                 .send(Arc::clone(msg))
                 .map_err(|_| io::ErrorKind::BrokenPipe.into()),
         }
+    }
+
+    #[inline]
+    fn after_message(&self) {
+        eevdf_rt::preempt_point();
     }
 }
 
@@ -91,11 +100,11 @@ pub enum Reader {
     },
 }
 
-impl Reader {
+impl Source for Reader {
     /// One read into `buf` (not empty), like `read(2)`: at least one byte,
     /// or `Ok(0)` at end of stream (every writer gone).
     #[inline]
-    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Reader::Unix(s) => s.read(buf),
             Reader::Pipe(p) => p.read(buf),
@@ -119,6 +128,11 @@ impl Reader {
                 Ok(n)
             }
         }
+    }
+
+    #[inline]
+    fn after_message(&self) {
+        eevdf_rt::preempt_point();
     }
 }
 
@@ -148,16 +162,9 @@ pub fn make(
             }
         }
         TransportKind::Tcp => {
-            let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
-            let addr = listener.local_addr()?;
-            for _ in 0..n {
-                let tx = TcpStream::connect(addr)?;
-                let (rx, _) = listener.accept()?;
-                // Nagle would batch the small messages.
-                tx.set_nodelay(true)?;
-                rx.set_nodelay(true)?;
-                writers.push(Writer::Tcp(tx));
-                readers.push(Reader::Tcp(rx));
+            for (rx, tx) in tcp_pairs(n)? {
+                writers.push(Writer::Tcp(TcpStream::from_std(tx)?));
+                readers.push(Reader::Tcp(TcpStream::from_std(rx)?));
             }
         }
         TransportKind::Channel => {

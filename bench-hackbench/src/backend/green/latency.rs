@@ -2,22 +2,21 @@
 //! green hackbench load on the same runtime.
 //!
 //! Owns: one runtime per latency column (`--features` plus the column's
-//! switches), the green probes (`task::Builder::nice`, optionally
-//! `.slice`, `eevdf_rt::sleep_until` to absolute deadlines) and the
-//! preemption counters of the probe window (from `Stats`). Must not:
+//! switches), what makes `probes`' driver run green (`task::Builder::nice`,
+//! optionally `.slice`, `eevdf_rt::sleep_until` to absolute deadlines) and
+//! the preemption counters of the probe window (from `Stats`). Must not:
 //! compute statistics itself (`latency::ProbeRecorder` does) or reuse a
 //! runtime across columns (each column is a fresh runtime, so counters and
 //! scheduler state start from zero).
 
-use super::gate::GreenGate;
-use super::hackbench::{send_messages, Load};
-use super::{build_runtime, describe_features, feature_spec, joined, stats_lines};
+use super::{build_runtime, describe_features, feature_spec, stats_lines, GreenTasks};
 use crate::backend::{BackendKind, LatencyBackend, LatencyColumn, LatencyConfig, LatencyRun};
 use crate::error::BenchError;
-use crate::latency::{Priority, ProbeRecorder, ProbeResult, Schedule};
-use eevdf_rt::{Runtime, WorkerStats};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use crate::latency::{nanos, Priority, ProbeResult};
+use crate::load::Load;
+use crate::probes::{run_probes, ProbeClock, ProbeTasks};
+use crate::workload::send_messages;
+use eevdf_rt::{JoinHandle, WorkerStats};
 use std::time::{Duration, Instant};
 
 /// The green latency backend.
@@ -30,9 +29,13 @@ impl LatencyBackend for GreenLatency {
 
     fn run(&self, cfg: &LatencyConfig, column: &LatencyColumn) -> Result<LatencyRun, BenchError> {
         let rt = build_runtime(&cfg.load.runtime, column.features.as_deref())?;
-        let load = Load::start(&rt, &cfg.load, None, send_messages)?;
+        let tasks = GreenTasks {
+            rt: &rt,
+            probe_slice: column.probe_slice,
+        };
+        let load = Load::start(&tasks, &cfg.load, None, send_messages)?.go();
         let before = rt.stats();
-        let probes = run_probes(&rt, cfg, column.probe_slice);
+        let probes = run_probes(&tasks, cfg);
         let window = rt.stats().since(&before);
         load.stop();
         let load_result = load.finish();
@@ -72,62 +75,44 @@ pub fn preemption_counters(t: &WorkerStats) -> Vec<(String, u64)> {
     ]
 }
 
-/// Runs one green probe per nice level and waits for all of them.
-fn run_probes(
-    rt: &Runtime,
-    cfg: &LatencyConfig,
-    slice: Option<Duration>,
-) -> Result<Vec<ProbeResult>, BenchError> {
-    let gate = Arc::new(GreenGate::new(cfg.nice_levels.len()));
-    let origin = Instant::now();
-    // Nanoseconds from `origin` to the probes' common base, set at "go".
-    let base_ns = Arc::new(AtomicU64::new(0));
-    let interval_ns = nanos(cfg.interval);
-    let duration_ns = nanos(cfg.duration);
-    let mut handles = Vec::with_capacity(cfg.nice_levels.len());
-    for &nice in &cfg.nice_levels {
-        let (g, base_ns) = (Arc::clone(&gate), Arc::clone(&base_ns));
+impl ProbeTasks for GreenTasks<'_> {
+    type Clock = GreenClock;
+
+    fn clock(&self) -> GreenClock {
+        GreenClock {
+            origin: Instant::now(),
+        }
+    }
+
+    /// A green thread with `task::Builder::nice` (and `.slice` if set).
+    fn spawn_probe(
+        &self,
+        nice: i32,
+        body: impl FnOnce(Priority) -> ProbeResult + Send + 'static,
+    ) -> Result<JoinHandle<ProbeResult>, BenchError> {
         let mut b = eevdf_rt::task::Builder::new()
             .name(format!("probe nice {nice}"))
             .nice(nice);
-        if let Some(s) = slice {
+        if let Some(s) = self.probe_slice {
             b = b.slice(s);
         }
-        let h = b.spawn_on(rt, move || {
-            let mut rec = ProbeRecorder::new();
-            if !g.arrive() {
-                return Ok(rec.finish(nice, Priority::Applied));
-            }
-            let base = origin + Duration::from_nanos(base_ns.load(Ordering::Acquire));
-            let mut schedule = Schedule::new(interval_ns, duration_ns);
-            while let Some(offset) = schedule.next_deadline() {
-                let deadline = base + Duration::from_nanos(offset);
-                eevdf_rt::sleep_until(deadline);
-                let now = Instant::now();
-                rec.record(nanos(now.saturating_duration_since(deadline)));
-                rec.add_overruns(schedule.advance(nanos(now.saturating_duration_since(base))));
-            }
-            Ok(rec.finish(nice, Priority::Applied))
-        });
-        match h {
-            Ok(h) => handles.push(h),
-            Err(e) => {
-                gate.abort();
-                handles.into_iter().for_each(|h| drop(h.join()));
-                return Err(BenchError::io(format!("spawning the nice {nice} probe"), e));
-            }
-        }
+        self.start(b, move || body(Priority::Applied))
     }
-    gate.wait_ready();
-    base_ns.store(nanos(origin.elapsed()), Ordering::Release);
-    gate.open();
-    handles
-        .into_iter()
-        .zip(&cfg.nice_levels)
-        .map(|(h, nice)| joined(h.join(), || format!("the nice {nice} probe")))
-        .collect()
 }
 
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+/// `Instant` time after `origin`, slept on with `eevdf_rt::sleep_until`
+/// (which parks the green thread, not its worker).
+#[derive(Clone, Copy, Debug)]
+pub struct GreenClock {
+    origin: Instant,
+}
+
+impl ProbeClock for GreenClock {
+    fn now_ns(self) -> u64 {
+        nanos(self.origin.elapsed())
+    }
+
+    fn sleep_until_ns(self, deadline_ns: u64) {
+        eevdf_rt::sleep_until(self.origin + Duration::from_nanos(deadline_ns));
+    }
 }

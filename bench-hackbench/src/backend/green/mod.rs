@@ -14,28 +14,25 @@
 //!   is: it makes the channels, spawns every task with
 //!   `task::Builder::spawn_on` (tasks from outside the runtime go to the
 //!   idlest worker, so they start spread over the workers), waits at the
-//!   start gate ([`gate::GreenGate`]), reads the clock, opens the gate and
-//!   joins. Its waits block only itself, never a worker.
+//!   start gate ([`crate::gate::Gate`]), reads the clock, opens the gate and
+//!   joins. Its waits block only itself, never a worker. The skeletons of
+//!   the three modes are the shared drivers (`load`, `probes`, `spawn`),
+//!   run on green threads through [`GreenTasks`].
 //! - Successful I/O on the runtime's fds is not a preemption point (only a
 //!   wait is), so the loops call `eevdf_rt::preempt_point()` once per
-//!   message — the green analogue of the kernel's reschedule check on
+//!   message (`endpoint`'s `after_message`) — the green analogue of the kernel's reschedule check on
 //!   return from a syscall. It costs one relaxed load when nothing is
 //!   pending.
 
 pub(crate) mod endpoint;
-pub(crate) mod gate;
-pub(crate) mod hackbench;
+pub mod hackbench;
 pub(crate) mod latency;
 pub(crate) mod spawn;
 
-use super::{HackbenchBackend, LatencyBackend, Missing, RuntimeOpts, SpawnBackend};
+use super::{LatencyBackend, Missing, RuntimeOpts, SpawnBackend};
 use crate::error::BenchError;
-use eevdf_rt::{Runtime, Stats};
-
-/// The green hackbench backend.
-pub fn hackbench() -> Result<Box<dyn HackbenchBackend>, Missing> {
-    Ok(Box::new(hackbench::GreenHackbench))
-}
+use crate::tasks::Tasks;
+use eevdf_rt::{JoinHandle, Runtime, Stats};
 
 /// The green latency backend.
 pub fn latency() -> Result<Box<dyn LatencyBackend>, Missing> {
@@ -125,26 +122,52 @@ pub fn stats_lines(title: &str, stats: &Stats) -> Vec<String> {
         .collect()
 }
 
-/// Turns a green thread's join result into the crate's error.
-pub(crate) fn joined<T>(
-    r: std::thread::Result<std::io::Result<T>>,
-    what: impl FnOnce() -> String,
-) -> Result<T, BenchError> {
-    match r {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(BenchError::io(what(), e)),
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .or_else(|| {
-                    p.downcast_ref::<eevdf_rt::Cancelled>()
-                        .map(|c| c.to_string())
-                })
-                .unwrap_or_else(|| "panicked".to_string());
-            Err(BenchError::Task(format!("{}: {msg}", what())))
+/// Green threads on one runtime: what the shared drivers (`load`,
+/// `probes`, `spawn`) need to run on the green backend.
+#[derive(Clone, Copy)]
+pub struct GreenTasks<'rt> {
+    /// The runtime every task is spawned on.
+    pub rt: &'rt Runtime,
+    /// The slice the latency probes request (`None`: the base slice).
+    pub probe_slice: Option<std::time::Duration>,
+}
+
+impl<'rt> GreenTasks<'rt> {
+    /// Tasks on `rt` whose probes request the base slice.
+    pub fn on(rt: &'rt Runtime) -> Self {
+        GreenTasks {
+            rt,
+            probe_slice: None,
         }
+    }
+
+    fn start<T: Send + 'static>(
+        &self,
+        b: eevdf_rt::task::Builder,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<JoinHandle<T>, BenchError> {
+        b.spawn_on(self.rt, f)
+            .map_err(|e| BenchError::io("spawning a green thread", e))
+    }
+}
+
+impl Tasks for GreenTasks<'_> {
+    type Handle<T: Send + 'static> = JoinHandle<T>;
+
+    fn spawn<T: Send + 'static>(
+        &self,
+        name: Option<String>,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<JoinHandle<T>, BenchError> {
+        let mut b = eevdf_rt::task::Builder::new();
+        if let Some(name) = name {
+            b = b.name(name);
+        }
+        self.start(b, f)
+    }
+
+    fn join<T: Send + 'static>(h: JoinHandle<T>) -> std::thread::Result<T> {
+        h.join()
     }
 }
 

@@ -1,20 +1,17 @@
 //! Green spawn test: green spawners that spawn an empty green thread and
 //! join it, over and over.
 //!
-//! Owns: the green spawners (`eevdf_rt::spawn(|| ())` + `join()` per
-//! step), their start gate and stop flag, and the placement counters of
+//! Owns: the green spawn step (`eevdf_rt::spawn(|| ())` + `join()`), run
+//! by `spawn`'s driver on green spawners, and the placement counters of
 //! the measured window (`Stats::spawned_local` / `spawned_remote`). Must
 //! not: choose the placement policy (that is the runtime's SPAWN_LOCAL
 //! switch, set by the caller through the features) or print.
 
-use super::gate::GreenGate;
-use super::{build_runtime, joined, stats_lines};
-use crate::backend::{BackendKind, RuntimeOpts, SpawnBackend, SpawnConfig, SpawnLimit, SpawnRun};
+use super::{build_runtime, stats_lines, GreenTasks};
+use crate::backend::{BackendKind, RuntimeOpts, SpawnBackend, SpawnConfig, SpawnRun};
 use crate::error::BenchError;
+use crate::spawn::Spawners;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
 
 /// The green spawn backend.
 pub struct GreenSpawn;
@@ -26,50 +23,9 @@ impl SpawnBackend for GreenSpawn {
 
     fn run(&self, cfg: &SpawnConfig) -> Result<SpawnRun, BenchError> {
         let rt = build_runtime(&cfg.runtime, None)?;
-        let gate = Arc::new(GreenGate::new(cfg.spawners));
-        let stop = Arc::new(AtomicBool::new(false));
-        let max = match cfg.limit {
-            SpawnLimit::Iterations(n) => n,
-            SpawnLimit::Duration(_) => u64::MAX,
-        };
-        let mut handles = Vec::with_capacity(cfg.spawners);
-        for i in 0..cfg.spawners {
-            let (g, s) = (Arc::clone(&gate), Arc::clone(&stop));
-            let h = eevdf_rt::task::Builder::new()
-                .name(format!("spawner {i}"))
-                .spawn_on(&rt, move || spawner(&g, &s, max));
-            match h {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    gate.abort();
-                    handles.into_iter().for_each(|h| drop(h.join()));
-                    return Err(BenchError::io("spawning a green spawner", e));
-                }
-            }
-        }
-        gate.wait_ready();
+        let spawners = Spawners::start(&GreenTasks::on(&rt), cfg, spawn_and_join, "spawn")?;
         let before = rt.stats();
-        let start = Instant::now();
-        gate.open();
-        if let SpawnLimit::Duration(d) = cfg.limit {
-            std::thread::sleep(d);
-            stop.store(true, Ordering::Relaxed);
-        }
-        let mut spawns = 0;
-        let mut first_err = None;
-        for (i, h) in handles.into_iter().enumerate() {
-            match joined(h.join(), || format!("spawner {i}")) {
-                Ok(n) => spawns += n,
-                Err(e) => {
-                    stop.store(true, Ordering::Relaxed);
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        let elapsed = start.elapsed();
-        if let Some(e) = first_err {
-            return Err(e);
-        }
+        let (spawns, elapsed) = spawners.run()?;
         let window = rt.stats().since(&before);
         let t = window.total();
         let mut details = Vec::new();
@@ -88,21 +44,11 @@ impl SpawnBackend for GreenSpawn {
     }
 }
 
-/// One spawner: spawn an empty green thread, wait for it, repeat.
-fn spawner(gate: &GreenGate, stop: &AtomicBool, max: u64) -> io::Result<u64> {
-    if !gate.arrive() {
-        return Ok(0);
-    }
-    let mut n = 0;
-    while n < max && !stop.load(Ordering::Relaxed) {
-        let h = eevdf_rt::spawn(|| ());
-        if h.join().is_err() {
-            stop.store(true, Ordering::Relaxed);
-            return Err(io::Error::other("a spawned green thread failed"));
-        }
-        n += 1;
-    }
-    Ok(n)
+/// One spawn step: an empty green thread, then `join`.
+fn spawn_and_join() -> io::Result<()> {
+    eevdf_rt::spawn(|| ())
+        .join()
+        .map_err(|_| io::Error::other("a spawned green thread failed"))
 }
 
 /// The green spawn rows to run: with the user's `--features` as given if

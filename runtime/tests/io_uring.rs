@@ -148,3 +148,36 @@ fn a_worker_parked_in_its_ring_is_woken_by_a_kick() {
         assert_eq!(h.join().unwrap(), i);
     }
 }
+
+/// A worker is handed off (`Builder::handoff`) while another green thread
+/// of it waits for a read on the old thread's ring: when the old thread
+/// comes back it cancels that read, and the reader submits it again on
+/// the ring of the worker it runs on next. Every byte arrives once.
+#[test]
+fn a_read_in_flight_survives_a_hand_off_of_its_worker() {
+    let Some(rt) = uring_rt(1) else { return };
+    let (mut tx, rx) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut rx = eevdf_rt::net::UnixStream::from_std(rx).unwrap();
+    let reader = rt.spawn(move || {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64];
+        while got.len() < 8 {
+            let n = rx.read(&mut buf).unwrap();
+            assert!(n > 0, "early end of stream");
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    });
+    // Let the reader submit its read on the worker's ring.
+    std::thread::sleep(Duration::from_millis(20));
+    // A green thread blocks the worker's thread in the kernel, while a
+    // sleeper waits behind it: the worker is handed off.
+    let blocker = rt.spawn(|| std::thread::sleep(Duration::from_millis(80)));
+    let sleeper = rt.spawn(|| eevdf_rt::sleep(Duration::from_millis(1)));
+    sleeper.join().unwrap();
+    tx.write_all(b"abcd").unwrap();
+    blocker.join().unwrap();
+    tx.write_all(b"efgh").unwrap();
+    assert_eq!(reader.join().unwrap(), b"abcdefgh");
+    assert!(rt.stats().total().handoffs >= 1, "{}", rt.stats());
+}

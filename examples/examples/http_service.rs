@@ -7,6 +7,8 @@
 //! cargo run --release -p examples --example http_service
 //! cargo run --release -p examples --example http_service -- --rounds 3 --plot http.svg
 //! cargo run --release -p examples --example http_service -- --heavy-us 5000 --heavy-unit-us 200
+//! cargo run --release -p examples --example http_service -- --rounds 1 --trace http.json
+//! cargo run --release -p examples --example http_service -- --features NO_WA_IO
 //! ```
 //!
 //! **The service** (one `async fn`, the same on both runtimes; hyper's
@@ -40,7 +42,11 @@
 //!
 //! Both runtimes get `--workers` worker threads, pinned one per CPU; the
 //! runtimes alternate in `--rounds` rounds (ABBA) and the table gives the
-//! median of the rounds. The load generator shares the CPUs with the
+//! median of the rounds. `--trace` records eevdf-rt's scheduling trace
+//! of the last round's mixed phase (docs/tracing.md); `--features` sets
+//! eevdf-rt's scheduler switches (WA_IO, which places a connection's
+//! readiness wakeup on the worker that polled it, is the one this service
+//! leans on). The load generator shares the CPUs with the
 //! server — on both runtimes alike — and asks the kernel for a 100 µs
 //! slice (Linux 6.12+) so that its clients send on time.
 
@@ -100,12 +106,18 @@ struct Args {
     /// eevdf-rt: how long an idle worker polls before parking, µs (0 ..= 1000000)
     #[arg(long, default_value_t = 50)]
     idle_spin_us: u64,
+    /// eevdf-rt scheduler features, sched_features syntax ("NO_WA_IO", "kernel")
+    #[arg(long, default_value = "default")]
+    features: String,
     /// Leave the workers of both runtimes unpinned
     #[arg(long)]
     no_pin: bool,
     /// Draw the latency route's percentiles (mixed phase) and the throughput to this SVG file
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// With --trace, the eevdf-rt side's mixed phase of the last round is traced.
+    #[command(flatten)]
+    trace: cli::TraceOpt,
 }
 
 impl Args {
@@ -124,6 +136,8 @@ impl Args {
         cli::check_range("--latency-slice-us", self.latency_slice_us, 100..=100_000)?;
         cli::check_range("--heavy-nice", self.heavy_nice, -20..=19)?;
         cli::check_range("--idle-spin-us", self.idle_spin_us, 0..=1_000_000)?;
+        eevdf_rt::sched::Features::parse(&self.features).map_err(|e| format!("--features: {e}"))?;
+        self.trace.check()?;
         Ok(())
     }
 }
@@ -220,6 +234,14 @@ enum Server {
 }
 
 impl Server {
+    /// The eevdf-rt runtime, if this is one.
+    fn green(&self) -> Option<&eevdf_rt::Runtime> {
+        match self {
+            Server::Green(rt) => Some(rt),
+            Server::Tokio(_) => None,
+        }
+    }
+
     /// eevdf-rt's counters, summed over the workers.
     fn green_stats(&self) -> Option<eevdf_rt::WorkerStats> {
         match self {
@@ -241,6 +263,7 @@ fn start_green(args: &Args, svc: Arc<Service>) -> Result<(Server, SocketAddr), S
         .workers(args.workers)
         .pin_workers(!args.no_pin)
         .idle_spin(Duration::from_micros(args.idle_spin_us))
+        .features(&args.features)
         .build()
         .map_err(|e| format!("eevdf-rt: {e}"))?;
     let l = eevdf_rt::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
@@ -507,7 +530,13 @@ struct Results {
     counters: Option<String>,
 }
 
-fn run_side(args: &Args, svc: &Arc<Service>, side: Side, r: &mut Results) -> Result<(), String> {
+fn run_side(
+    args: &Args,
+    svc: &Arc<Service>,
+    side: Side,
+    trace: bool,
+    r: &mut Results,
+) -> Result<(), String> {
     let (server, addr) = match side {
         Side::Green => start_green(args, svc.clone())?,
         Side::Tokio => start_tokio(args, svc.clone())?,
@@ -517,9 +546,16 @@ fn run_side(args: &Args, svc: &Arc<Service>, side: Side, r: &mut Results) -> Res
     let t = throughput(addr, args.clients, args.duration);
     let wait0 = os::threads_run_delay(side.thread_prefix());
     let stats0 = server.green_stats();
+    let traced = server.green().filter(|_| trace);
+    if let Some(rt) = traced {
+        args.trace.start(rt)?;
+    }
     let t0 = Instant::now();
     let m = mixed(addr, args);
     let elapsed = t0.elapsed();
+    if let Some(rt) = traced {
+        args.trace.finish(rt)?;
+    }
     if let (Some(a), Some(b)) = (wait0, os::threads_run_delay(side.thread_prefix())) {
         r.os_wait
             .push((b - a).as_secs_f64() / (elapsed.as_secs_f64() * args.workers as f64));
@@ -582,7 +618,8 @@ fn run(args: &Args) -> Result<bool, String> {
         // ABBA: drifting machine load hits both alike.
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
-            run_side(args, &svc, sides[i], &mut results[i])?;
+            let last = round + 1 == args.rounds;
+            run_side(args, &svc, sides[i], last, &mut results[i])?;
         }
     }
     println!();

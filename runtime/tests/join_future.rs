@@ -116,9 +116,7 @@ fn a_panic_is_the_err_of_the_await() {
         assert_eq!(err.downcast_ref::<&str>(), Some(&"boom in a green thread"));
         let err = rt.block_on(|| {
             eevdf_rt::block_on_future(async {
-                eevdf_rt::spawn_future(async { panic!("boom in a future") })
-                    .await
-                    .map(|()| ())
+                eevdf_rt::spawn_future(async { panic!("boom in a future") }).await
             })
         });
         assert_eq!(

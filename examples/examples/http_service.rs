@@ -405,6 +405,9 @@ struct Phase {
     responses: u64,
     errors: Vec<String>,
     latency: Option<Histogram<u64>>,
+    /// Mixed phase: how late the clients sent (from the scheduled time to
+    /// the start of the write) — the load generator's own share of the latency.
+    send_lag: Option<Histogram<u64>>,
     heavy: u64,
 }
 
@@ -463,9 +466,10 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
     let clients = args.clients;
     let light: Vec<_> = (0..clients)
         .map(|c| {
-            std::thread::spawn(move || -> Result<Histogram<u64>, String> {
+            std::thread::spawn(move || -> Result<[Histogram<u64>; 2], String> {
                 let _ = os::set_kernel_slice(Duration::from_micros(100));
                 let mut h = hist::new();
+                let mut lag = hist::new();
                 let mut cl = Client::connect(addr).map_err(|e| format!("client {c}: {e}"))?;
                 // Spread the clients' phases over one period.
                 let mut due = start + period * c as u32 / clients as u32;
@@ -475,26 +479,29 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
                     if due > now {
                         std::thread::sleep(due - now);
                     }
+                    hist::record(&mut lag, Instant::now().saturating_duration_since(due));
                     cl.latency(seq)
                         .map_err(|e| format!("client {c}, request {seq}: {e}"))?;
                     hist::record(&mut h, Instant::now().saturating_duration_since(due));
                     seq += 1;
                     due += period;
                 }
-                Ok(h)
+                Ok([h, lag])
             })
         })
         .collect();
     let mut p = Phase::default();
     let mut hs = Vec::new();
+    let mut lags = Vec::new();
     for h in light {
         match h
             .join()
             .unwrap_or_else(|_| Err("client thread panicked".into()))
         {
-            Ok(h) => {
+            Ok([h, lag]) => {
                 p.responses += h.len();
                 hs.push(h);
+                lags.push(lag);
             }
             Err(e) => p.errors.push(e),
         }
@@ -509,6 +516,7 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
         }
     }
     p.latency = Some(hist::merge(&hs));
+    p.send_lag = Some(hist::merge(&lags));
     p
 }
 
@@ -526,6 +534,8 @@ struct Results {
     errors: Vec<String>,
     /// Mixed phase: the workers' share of time runnable but not running.
     os_wait: Vec<f64>,
+    /// Mixed phase: p99 of the clients' send lag (µs).
+    send_p99: Vec<f64>,
     /// eevdf-rt's counters in the last mixed phase.
     counters: Option<String>,
 }
@@ -577,6 +587,9 @@ fn run_side(
     r.responses += t.responses + m.responses + m.heavy;
     r.errors.extend(t.errors);
     r.errors.extend(m.errors);
+    if let Some(h) = m.send_lag {
+        r.send_p99.push(hist::quantile_us(&h, 0.99));
+    }
     if let Some(h) = m.latency {
         r.p50.push(hist::quantile_us(&h, 0.5));
         r.p99.push(hist::quantile_us(&h, 0.99));
@@ -651,13 +664,17 @@ fn run(args: &Args) -> Result<bool, String> {
         ),
         args.rounds
     );
-    println!("mixed phase, per round: latency-route p99 (workers' OS wait: runnable, not running)");
+    println!(
+        "mixed phase, per round: latency-route p99 (clients' send lag p99; workers' OS wait: \
+         runnable, not running)"
+    );
     for (side, r) in sides.iter().zip(&results) {
         let rounds: Vec<String> = r
             .p99
             .iter()
+            .zip(&r.send_p99)
             .zip(&r.os_wait)
-            .map(|(&v, &w)| format!("{} ({:.1}%)", fmt_us(v), w * 100.0))
+            .map(|((&v, &l), &w)| format!("{} ({}; {:.1}%)", fmt_us(v), fmt_us(l), w * 100.0))
             .collect();
         println!("  {:<10}{}", side.name(), rounds.join(", "));
     }

@@ -39,6 +39,11 @@
 //!    send `/latency` every `--latency-interval-us`. A latency is counted
 //!    from the request's scheduled send time to the end of its response
 //!    (a late client is charged to the server, no coordinated omission).
+//!    Beside it, per round: the clients' own send lag (scheduled time to
+//!    the start of the write: how late the generator itself was) and the
+//!    p99 measured from the write instead — with two CPUs shared by the
+//!    workers, the generator and the rest of the machine, a large part of
+//!    a tail can be the generator's.
 //!
 //! Both runtimes get `--workers` worker threads, pinned one per CPU; the
 //! runtimes alternate in `--rounds` rounds (ABBA) and the table gives the
@@ -408,6 +413,9 @@ struct Phase {
     /// Mixed phase: how late the clients sent (from the scheduled time to
     /// the start of the write) — the load generator's own share of the latency.
     send_lag: Option<Histogram<u64>>,
+    /// Mixed phase: latency from the start of the write instead of the
+    /// scheduled time (the server's share plus the client's read).
+    from_send: Option<Histogram<u64>>,
     heavy: u64,
 }
 
@@ -466,10 +474,11 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
     let clients = args.clients;
     let light: Vec<_> = (0..clients)
         .map(|c| {
-            std::thread::spawn(move || -> Result<[Histogram<u64>; 2], String> {
+            std::thread::spawn(move || -> Result<[Histogram<u64>; 3], String> {
                 let _ = os::set_kernel_slice(Duration::from_micros(100));
                 let mut h = hist::new();
                 let mut lag = hist::new();
+                let mut from_send = hist::new();
                 let mut cl = Client::connect(addr).map_err(|e| format!("client {c}: {e}"))?;
                 // Spread the clients' phases over one period.
                 let mut due = start + period * c as u32 / clients as u32;
@@ -479,29 +488,34 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
                     if due > now {
                         std::thread::sleep(due - now);
                     }
-                    hist::record(&mut lag, Instant::now().saturating_duration_since(due));
+                    let sent = Instant::now();
+                    hist::record(&mut lag, sent.saturating_duration_since(due));
                     cl.latency(seq)
                         .map_err(|e| format!("client {c}, request {seq}: {e}"))?;
-                    hist::record(&mut h, Instant::now().saturating_duration_since(due));
+                    let done = Instant::now();
+                    hist::record(&mut h, done.saturating_duration_since(due));
+                    hist::record(&mut from_send, done - sent);
                     seq += 1;
                     due += period;
                 }
-                Ok([h, lag])
+                Ok([h, lag, from_send])
             })
         })
         .collect();
     let mut p = Phase::default();
     let mut hs = Vec::new();
     let mut lags = Vec::new();
+    let mut from_sends = Vec::new();
     for h in light {
         match h
             .join()
             .unwrap_or_else(|_| Err("client thread panicked".into()))
         {
-            Ok([h, lag]) => {
+            Ok([h, lag, from_send]) => {
                 p.responses += h.len();
                 hs.push(h);
                 lags.push(lag);
+                from_sends.push(from_send);
             }
             Err(e) => p.errors.push(e),
         }
@@ -517,6 +531,7 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
     }
     p.latency = Some(hist::merge(&hs));
     p.send_lag = Some(hist::merge(&lags));
+    p.from_send = Some(hist::merge(&from_sends));
     p
 }
 
@@ -536,6 +551,8 @@ struct Results {
     os_wait: Vec<f64>,
     /// Mixed phase: p99 of the clients' send lag (µs).
     send_p99: Vec<f64>,
+    /// Mixed phase: p99 of the latency from the start of the write (µs).
+    from_send_p99: Vec<f64>,
     /// eevdf-rt's counters in the last mixed phase.
     counters: Option<String>,
 }
@@ -589,6 +606,9 @@ fn run_side(
     r.errors.extend(m.errors);
     if let Some(h) = m.send_lag {
         r.send_p99.push(hist::quantile_us(&h, 0.99));
+    }
+    if let Some(h) = m.from_send {
+        r.from_send_p99.push(hist::quantile_us(&h, 0.99));
     }
     if let Some(h) = m.latency {
         r.p50.push(hist::quantile_us(&h, 0.5));
@@ -665,16 +685,32 @@ fn run(args: &Args) -> Result<bool, String> {
         args.rounds
     );
     println!(
-        "mixed phase, per round: latency-route p99 (clients' send lag p99; workers' OS wait: \
-         runnable, not running)"
+        "  from the clients' write instead of the scheduled time: p99 {} vs {} ({}); \
+         the clients' own send lag p99 {} vs {}",
+        fmt_us(examples::median(g.from_send_p99.clone())),
+        fmt_us(examples::median(t.from_send_p99.clone())),
+        fmt_ratio(
+            examples::median(g.from_send_p99.clone()),
+            examples::median(t.from_send_p99.clone())
+        ),
+        fmt_us(examples::median(g.send_p99.clone())),
+        fmt_us(examples::median(t.send_p99.clone())),
+    );
+    println!(
+        "mixed phase, per round: latency-route p99 (clients' send lag p99; p99 from the write; \
+         workers' OS wait: runnable, not running)"
     );
     for (side, r) in sides.iter().zip(&results) {
-        let rounds: Vec<String> = r
-            .p99
-            .iter()
-            .zip(&r.send_p99)
-            .zip(&r.os_wait)
-            .map(|((&v, &l), &w)| format!("{} ({}; {:.1}%)", fmt_us(v), fmt_us(l), w * 100.0))
+        let rounds: Vec<String> = (0..r.p99.len())
+            .map(|i| {
+                format!(
+                    "{} ({}; {}; {:.1}%)",
+                    fmt_us(r.p99[i]),
+                    fmt_us(r.send_p99[i]),
+                    fmt_us(r.from_send_p99[i]),
+                    r.os_wait.get(i).map_or(f64::NAN, |w| w * 100.0)
+                )
+            })
             .collect();
         println!("  {:<10}{}", side.name(), rounds.join(", "));
     }

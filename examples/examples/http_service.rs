@@ -39,8 +39,9 @@
 //!    send `/latency` every `--latency-interval-us`. A latency is counted
 //!    from the request's scheduled send time to the end of its response
 //!    (a late client is charged to the server, no coordinated omission).
-//!    Beside it, per round: the clients' own send lag (scheduled time to
-//!    the start of the write: how late the generator itself was) and the
+//!    Beside it, per round: the clients' own send lag (from the scheduled
+//!    time, or the previous response if it came later, to the start of the
+//!    write: how late the generator itself was) and the
 //!    p99 measured from the write instead — with two CPUs shared by the
 //!    workers, the generator and the rest of the machine, a large part of
 //!    a tail can be the generator's.
@@ -410,8 +411,9 @@ struct Phase {
     responses: u64,
     errors: Vec<String>,
     latency: Option<Histogram<u64>>,
-    /// Mixed phase: how late the clients sent (from the scheduled time to
-    /// the start of the write) — the load generator's own share of the latency.
+    /// Mixed phase: how late the clients sent — from the scheduled time, or
+    /// the previous response if that came later, to the start of the write:
+    /// the load generator's own lag, not the server's.
     send_lag: Option<Histogram<u64>>,
     /// Mixed phase: latency from the start of the write instead of the
     /// scheduled time (the server's share plus the client's read).
@@ -483,18 +485,24 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
                 // Spread the clients' phases over one period.
                 let mut due = start + period * c as u32 / clients as u32;
                 let mut seq = 0;
+                // The previous response's end: a request cannot go out before it.
+                let mut prev_done = start;
                 while due < end {
                     let now = Instant::now();
                     if due > now {
                         std::thread::sleep(due - now);
                     }
                     let sent = Instant::now();
-                    hist::record(&mut lag, sent.saturating_duration_since(due));
+                    // The generator's own lag: from when the request could
+                    // have gone out (its time, or the previous response if
+                    // that came later) to the write.
+                    hist::record(&mut lag, sent.saturating_duration_since(due.max(prev_done)));
                     cl.latency(seq)
                         .map_err(|e| format!("client {c}, request {seq}: {e}"))?;
                     let done = Instant::now();
                     hist::record(&mut h, done.saturating_duration_since(due));
                     hist::record(&mut from_send, done - sent);
+                    prev_done = done;
                     seq += 1;
                     due += period;
                 }

@@ -7,6 +7,8 @@
 //! cargo run --release -p examples --example http_service
 //! cargo run --release -p examples --example http_service -- --rounds 3 --plot http.svg
 //! cargo run --release -p examples --example http_service -- --heavy-us 5000 --heavy-unit-us 200
+//! cargo run --release -p examples --example http_service -- --rounds 1 --trace http.json
+//! cargo run --release -p examples --example http_service -- --features NO_WA_IO
 //! ```
 //!
 //! **The service** (one `async fn`, the same on both runtimes; hyper's
@@ -37,10 +39,20 @@
 //!    send `/latency` every `--latency-interval-us`. A latency is counted
 //!    from the request's scheduled send time to the end of its response
 //!    (a late client is charged to the server, no coordinated omission).
+//!    Beside it, per round: the clients' own send lag (from the scheduled
+//!    time, or the previous response if it came later, to the start of the
+//!    write: how late the generator itself was) and the
+//!    p99 measured from the write instead — with two CPUs shared by the
+//!    workers, the generator and the rest of the machine, a large part of
+//!    a tail can be the generator's.
 //!
 //! Both runtimes get `--workers` worker threads, pinned one per CPU; the
 //! runtimes alternate in `--rounds` rounds (ABBA) and the table gives the
-//! median of the rounds. The load generator shares the CPUs with the
+//! median of the rounds. `--trace` records eevdf-rt's scheduling trace
+//! of the last round's mixed phase (docs/tracing.md); `--features` sets
+//! eevdf-rt's scheduler switches (WA_IO, which places a connection's
+//! readiness wakeup on the worker that polled it, is the one this service
+//! leans on). The load generator shares the CPUs with the
 //! server — on both runtimes alike — and asks the kernel for a 100 µs
 //! slice (Linux 6.12+) so that its clients send on time.
 
@@ -100,12 +112,18 @@ struct Args {
     /// eevdf-rt: how long an idle worker polls before parking, µs (0 ..= 1000000)
     #[arg(long, default_value_t = 50)]
     idle_spin_us: u64,
+    /// eevdf-rt scheduler features, sched_features syntax ("NO_WA_IO", "kernel")
+    #[arg(long, default_value = "default")]
+    features: String,
     /// Leave the workers of both runtimes unpinned
     #[arg(long)]
     no_pin: bool,
     /// Draw the latency route's percentiles (mixed phase) and the throughput to this SVG file
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// With --trace, the eevdf-rt side's mixed phase of the last round is traced.
+    #[command(flatten)]
+    trace: cli::TraceOpt,
 }
 
 impl Args {
@@ -124,6 +142,8 @@ impl Args {
         cli::check_range("--latency-slice-us", self.latency_slice_us, 100..=100_000)?;
         cli::check_range("--heavy-nice", self.heavy_nice, -20..=19)?;
         cli::check_range("--idle-spin-us", self.idle_spin_us, 0..=1_000_000)?;
+        eevdf_rt::sched::Features::parse(&self.features).map_err(|e| format!("--features: {e}"))?;
+        self.trace.check()?;
         Ok(())
     }
 }
@@ -220,6 +240,14 @@ enum Server {
 }
 
 impl Server {
+    /// The eevdf-rt runtime, if this is one.
+    fn green(&self) -> Option<&eevdf_rt::Runtime> {
+        match self {
+            Server::Green(rt) => Some(rt),
+            Server::Tokio(_) => None,
+        }
+    }
+
     /// eevdf-rt's counters, summed over the workers.
     fn green_stats(&self) -> Option<eevdf_rt::WorkerStats> {
         match self {
@@ -241,6 +269,7 @@ fn start_green(args: &Args, svc: Arc<Service>) -> Result<(Server, SocketAddr), S
         .workers(args.workers)
         .pin_workers(!args.no_pin)
         .idle_spin(Duration::from_micros(args.idle_spin_us))
+        .features(&args.features)
         .build()
         .map_err(|e| format!("eevdf-rt: {e}"))?;
     let l = eevdf_rt::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
@@ -382,6 +411,13 @@ struct Phase {
     responses: u64,
     errors: Vec<String>,
     latency: Option<Histogram<u64>>,
+    /// Mixed phase: how late the clients sent — from the scheduled time, or
+    /// the previous response if that came later, to the start of the write:
+    /// the load generator's own lag, not the server's.
+    send_lag: Option<Histogram<u64>>,
+    /// Mixed phase: latency from the start of the write instead of the
+    /// scheduled time (the server's share plus the client's read).
+    from_send: Option<Histogram<u64>>,
     heavy: u64,
 }
 
@@ -440,38 +476,54 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
     let clients = args.clients;
     let light: Vec<_> = (0..clients)
         .map(|c| {
-            std::thread::spawn(move || -> Result<Histogram<u64>, String> {
+            std::thread::spawn(move || -> Result<[Histogram<u64>; 3], String> {
                 let _ = os::set_kernel_slice(Duration::from_micros(100));
                 let mut h = hist::new();
+                let mut lag = hist::new();
+                let mut from_send = hist::new();
                 let mut cl = Client::connect(addr).map_err(|e| format!("client {c}: {e}"))?;
                 // Spread the clients' phases over one period.
                 let mut due = start + period * c as u32 / clients as u32;
                 let mut seq = 0;
+                // The previous response's end: a request cannot go out before it.
+                let mut prev_done = start;
                 while due < end {
                     let now = Instant::now();
                     if due > now {
                         std::thread::sleep(due - now);
                     }
+                    let sent = Instant::now();
+                    // The generator's own lag: from when the request could
+                    // have gone out (its time, or the previous response if
+                    // that came later) to the write.
+                    hist::record(&mut lag, sent.saturating_duration_since(due.max(prev_done)));
                     cl.latency(seq)
                         .map_err(|e| format!("client {c}, request {seq}: {e}"))?;
-                    hist::record(&mut h, Instant::now().saturating_duration_since(due));
+                    let done = Instant::now();
+                    hist::record(&mut h, done.saturating_duration_since(due));
+                    hist::record(&mut from_send, done - sent);
+                    prev_done = done;
                     seq += 1;
                     due += period;
                 }
-                Ok(h)
+                Ok([h, lag, from_send])
             })
         })
         .collect();
     let mut p = Phase::default();
     let mut hs = Vec::new();
+    let mut lags = Vec::new();
+    let mut from_sends = Vec::new();
     for h in light {
         match h
             .join()
             .unwrap_or_else(|_| Err("client thread panicked".into()))
         {
-            Ok(h) => {
+            Ok([h, lag, from_send]) => {
                 p.responses += h.len();
                 hs.push(h);
+                lags.push(lag);
+                from_sends.push(from_send);
             }
             Err(e) => p.errors.push(e),
         }
@@ -486,6 +538,8 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
         }
     }
     p.latency = Some(hist::merge(&hs));
+    p.send_lag = Some(hist::merge(&lags));
+    p.from_send = Some(hist::merge(&from_sends));
     p
 }
 
@@ -503,11 +557,21 @@ struct Results {
     errors: Vec<String>,
     /// Mixed phase: the workers' share of time runnable but not running.
     os_wait: Vec<f64>,
+    /// Mixed phase: p99 of the clients' send lag (µs).
+    send_p99: Vec<f64>,
+    /// Mixed phase: p99 of the latency from the start of the write (µs).
+    from_send_p99: Vec<f64>,
     /// eevdf-rt's counters in the last mixed phase.
     counters: Option<String>,
 }
 
-fn run_side(args: &Args, svc: &Arc<Service>, side: Side, r: &mut Results) -> Result<(), String> {
+fn run_side(
+    args: &Args,
+    svc: &Arc<Service>,
+    side: Side,
+    trace: bool,
+    r: &mut Results,
+) -> Result<(), String> {
     let (server, addr) = match side {
         Side::Green => start_green(args, svc.clone())?,
         Side::Tokio => start_tokio(args, svc.clone())?,
@@ -517,9 +581,16 @@ fn run_side(args: &Args, svc: &Arc<Service>, side: Side, r: &mut Results) -> Res
     let t = throughput(addr, args.clients, args.duration);
     let wait0 = os::threads_run_delay(side.thread_prefix());
     let stats0 = server.green_stats();
+    let traced = server.green().filter(|_| trace);
+    if let Some(rt) = traced {
+        args.trace.start(rt)?;
+    }
     let t0 = Instant::now();
     let m = mixed(addr, args);
     let elapsed = t0.elapsed();
+    if let Some(rt) = traced {
+        args.trace.finish(rt)?;
+    }
     if let (Some(a), Some(b)) = (wait0, os::threads_run_delay(side.thread_prefix())) {
         r.os_wait
             .push((b - a).as_secs_f64() / (elapsed.as_secs_f64() * args.workers as f64));
@@ -541,6 +612,12 @@ fn run_side(args: &Args, svc: &Arc<Service>, side: Side, r: &mut Results) -> Res
     r.responses += t.responses + m.responses + m.heavy;
     r.errors.extend(t.errors);
     r.errors.extend(m.errors);
+    if let Some(h) = m.send_lag {
+        r.send_p99.push(hist::quantile_us(&h, 0.99));
+    }
+    if let Some(h) = m.from_send {
+        r.from_send_p99.push(hist::quantile_us(&h, 0.99));
+    }
     if let Some(h) = m.latency {
         r.p50.push(hist::quantile_us(&h, 0.5));
         r.p99.push(hist::quantile_us(&h, 0.99));
@@ -582,7 +659,8 @@ fn run(args: &Args) -> Result<bool, String> {
         // ABBA: drifting machine load hits both alike.
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
-            run_side(args, &svc, sides[i], &mut results[i])?;
+            let last = round + 1 == args.rounds;
+            run_side(args, &svc, sides[i], last, &mut results[i])?;
         }
     }
     println!();
@@ -614,13 +692,33 @@ fn run(args: &Args) -> Result<bool, String> {
         ),
         args.rounds
     );
-    println!("mixed phase, per round: latency-route p99 (workers' OS wait: runnable, not running)");
+    println!(
+        "  from the clients' write instead of the scheduled time: p99 {} vs {} ({}); \
+         the clients' own send lag p99 {} vs {}",
+        fmt_us(examples::median(g.from_send_p99.clone())),
+        fmt_us(examples::median(t.from_send_p99.clone())),
+        fmt_ratio(
+            examples::median(g.from_send_p99.clone()),
+            examples::median(t.from_send_p99.clone())
+        ),
+        fmt_us(examples::median(g.send_p99.clone())),
+        fmt_us(examples::median(t.send_p99.clone())),
+    );
+    println!(
+        "mixed phase, per round: latency-route p99 (clients' send lag p99; p99 from the write; \
+         workers' OS wait: runnable, not running)"
+    );
     for (side, r) in sides.iter().zip(&results) {
-        let rounds: Vec<String> = r
-            .p99
-            .iter()
-            .zip(&r.os_wait)
-            .map(|(&v, &w)| format!("{} ({:.1}%)", fmt_us(v), w * 100.0))
+        let rounds: Vec<String> = (0..r.p99.len())
+            .map(|i| {
+                format!(
+                    "{} ({}; {}; {:.1}%)",
+                    fmt_us(r.p99[i]),
+                    fmt_us(r.send_p99[i]),
+                    fmt_us(r.from_send_p99[i]),
+                    r.os_wait.get(i).map_or(f64::NAN, |w| w * 100.0)
+                )
+            })
             .collect();
         println!("  {:<10}{}", side.name(), rounds.join(", "));
     }

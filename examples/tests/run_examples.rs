@@ -383,6 +383,7 @@ fn http_service() {
     let dir = std::env::temp_dir().join(format!("http_service_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let svg = dir.join("http.svg");
+    let trace = dir.join("http.json");
     let out = run_ok(
         "http_service",
         &[
@@ -398,15 +399,24 @@ fn http_service() {
             "500",
             "--plot",
             svg.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--features",
+            "NO_WA_IO",
         ],
     );
     assert!(out.contains("eevdf-rt: all"), "{out}");
     assert!(out.contains("tokio: all"), "{out}");
     assert!(out.contains("responses correct"), "{out}");
+    assert!(out.contains("clients' send lag p99"), "{out}");
     let plot = std::fs::read_to_string(&svg).unwrap();
     assert!(plot.contains("<svg"), "not an SVG");
+    // The eevdf-rt side's mixed phase, with its task runs.
+    let json = std::fs::read_to_string(&trace).unwrap();
+    assert!(json.contains("\"ph\":\"X\""), "no task runs in the trace");
     let _ = std::fs::remove_dir_all(&dir);
     run_bad("http_service", &["--workers", "0"]);
+    run_bad("http_service", &["--features", "NO_SUCH_SWITCH"]);
     run_bad("http_service", &["--latency-slice-us", "5"]);
     run_bad("http_service", &["--heavy-nice", "30"]);
     run_bad("http_service", &["--clients", "many"]);

@@ -103,8 +103,9 @@ pub fn block_on_future<F: Future>(fut: F) -> F::Output {
 }
 
 /// Runs `fut` as a green task on the calling green thread's runtime and
-/// returns its [`JoinHandle`] (join it from a green thread or an OS
-/// thread, like any green thread's).
+/// returns its [`JoinHandle`]: join it from a green thread or an OS
+/// thread, like any green thread's, or `.await` it from another future
+/// (the handle is a future too).
 ///
 /// The task is an ordinary green thread that polls the future and parks
 /// while it is `Pending` ([`block_on_future`]): nice, slice and the other

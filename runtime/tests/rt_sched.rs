@@ -267,3 +267,90 @@ fn delayed_dequeue_on_and_off() {
         assert_eq!(off, 0, "NO_DELAY_DEQUEUE: delayed dequeues counted");
     });
 }
+
+/// Reads `n` one-byte messages on a green thread that starts on worker 0
+/// (blocking reads: each parks until the epoll reactor reports readiness)
+/// beside CPU hogs — two pinned to worker 0, one to worker 1 — and returns
+/// on which worker each read returned.
+fn reader_workers_beside_hogs(features: &str, n: usize) -> Vec<usize> {
+    use std::io::{Read, Write};
+    let rt = builder(2)
+        .io_driver(eevdf_rt::io::IoDriver::Epoll)
+        .features(features)
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let hogs: Vec<_> = [0, 0, 1]
+        .into_iter()
+        .map(|w| {
+            let s = stop.clone();
+            eevdf_rt::task::Builder::new()
+                .affinity([w])
+                .spawn_on(&rt, move || {
+                    let mut x = 0;
+                    while !s.load(Ordering::Relaxed) {
+                        for _ in 0..10 {
+                            work_unit(&mut x);
+                        }
+                        eevdf_rt::preempt_point();
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(10));
+    let (mut tx, rx) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut rx = eevdf_rt::net::UnixStream::from_std(rx).unwrap();
+    // Started on the busier worker 0: spawned (unpinned) from a green
+    // thread pinned there (SPAWN_LOCAL).
+    let reader = eevdf_rt::task::Builder::new()
+        .affinity([0])
+        .spawn_on(&rt, move || {
+            eevdf_rt::spawn(move || {
+                let mut on = Vec::new();
+                let mut b = [0u8; 1];
+                while rx.read_exact(&mut b).is_ok() {
+                    on.push(eevdf_rt::current().worker());
+                }
+                on
+            })
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    for _ in 0..n {
+        std::thread::sleep(Duration::from_millis(2));
+        tx.write_all(&[1]).unwrap();
+    }
+    drop(tx);
+    let on = reader.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    for h in hogs {
+        h.join().unwrap();
+    }
+    assert_eq!(on.len(), n);
+    on
+}
+
+/// WA_IO: with every worker busy, a readiness wakeup goes to the worker
+/// whose reactor poll found it when that worker has no more tasks queued
+/// than the wakee's previous one — so the reader, started on worker 0 (two
+/// hogs), settles on worker 1 (one hog). Without WA_IO it wakes where it
+/// slept: nothing is idle, so it never leaves worker 0.
+#[test]
+fn readiness_wakeups_go_to_the_polling_worker_with_wa_io() {
+    let _s = serial();
+    with_timeout(60, "WA_IO placement", || {
+        let on = reader_workers_beside_hogs("default", 100);
+        let on_light = on.iter().filter(|&&w| w == 1).count();
+        assert!(
+            on_light > 50,
+            "WA_IO: only {on_light} of 100 reads on the lighter worker: {on:?}"
+        );
+        let on = reader_workers_beside_hogs("NO_WA_IO", 100);
+        assert!(
+            on.iter().all(|&w| w == 0),
+            "NO_WA_IO: the reader left its busy worker: {on:?}"
+        );
+    });
+}

@@ -184,5 +184,5 @@ fn spawn_future_runs_on_the_runtime_with_its_options() {
 #[test]
 #[should_panic(expected = "outside a green thread")]
 fn spawn_future_outside_a_runtime_panics_with_a_message() {
-    let _ = eevdf_rt::spawn_future(async {});
+    drop(eevdf_rt::spawn_future(async {}));
 }

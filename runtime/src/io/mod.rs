@@ -68,7 +68,11 @@
 //! Readiness becomes ordinary wakeups: the poller publishes the bits
 //! (`SeqCst`), takes the waiters under the record's lock, releases it and
 //! calls `Waiter::wake` (→ `wake_task`: placement, wakelists and kicks
-//! apply as for any other wakeup).
+//! apply as for any other wakeup). One difference in placement (the
+//! WA_IO switch, `wake::placement`): when no worker is idle, a readiness
+//! wakeup may go to the worker that polled it rather than the wakee's
+//! previous one — a running worker, like the kernel's `wake_affine` for
+//! the CPU that took the interrupt.
 //!
 //! # Who polls
 //!

@@ -276,12 +276,15 @@ impl ScheduledIo {
                 }
                 (task, !list.is_empty())
             };
-            if let Some(t) = task {
-                t.wake();
-            }
-            for w in batch.iter().flatten() {
-                w.wake();
-            }
+            // Readiness wakeups may go to the polling worker (WA_IO).
+            crate::wake::placement::io_wakeups(|| {
+                if let Some(t) = task {
+                    t.wake();
+                }
+                for w in batch.iter().flatten() {
+                    w.wake();
+                }
+            });
             if !more {
                 return;
             }

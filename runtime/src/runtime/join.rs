@@ -1,9 +1,10 @@
-//! Joining green threads.
+//! Joining green threads: blocking (`join`) or as a future (`.await`).
 //!
 //! Owns: the result slot a green thread delivers into ([`Packet`]), the
 //! guard that delivers "cancelled" if the thread is unwound at shutdown, and
-//! [`JoinHandle`]. Must not: schedule; waiting goes through
-//! `wake::waiter`.
+//! [`JoinHandle`] with its `Future` implementation. Must not: schedule;
+//! a blocking join parks through `wake::waiter`, a future's waker decides
+//! itself what waking means.
 
 use crate::context::Switch;
 use crate::loom::{AtomicU8, Ordering, UnsafeCell};
@@ -11,7 +12,10 @@ use crate::sync::platform::{self, Waiter};
 use crate::task::state::{QUEUED, RUNNING};
 use crate::task::{Task, TaskRef};
 use crate::worker::tls;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::thread;
 
 /// The payload of the `Err` a join returns for a green thread that was
@@ -25,45 +29,82 @@ impl std::fmt::Display for Cancelled {
     }
 }
 
-/// `Packet::state`: the green thread is running and nobody waits.
+/// `Packet::state`: the green thread is running and no joiner is stored
+/// (none yet, or the joiner took its registration back).
 const EMPTY: u8 = 0;
-/// `Packet::state`: a joiner has stored its waiter and may be parked.
+/// `Packet::state`: a joiner is stored in `Packet::joiner`.
 const WAITER: u8 = 1;
 /// `Packet::state`: the result is stored.
 const DONE: u8 = 2;
 
+/// Who waits for a packet: a thread parked in [`JoinHandle::join`], or the
+/// task polling the handle as a future.
+enum Joiner {
+    Park(Waiter),
+    Task(Waker),
+}
+
+impl Joiner {
+    fn wake(self) {
+        match self {
+            Joiner::Park(w) => platform::wake(w),
+            Joiner::Task(w) => w.wake(),
+        }
+    }
+}
+
 /// Where a green thread's result goes: a three-state word and two cells,
-/// no lock (one atomic swap to complete, one CAS to wait).
+/// no lock (one atomic swap to complete, one CAS to wait, two CASes to
+/// replace a stored joiner).
 ///
 /// # Protocol
 ///
 /// ```text
-/// green thread (complete)                joiner (at most one: join takes self)
-/// result = r                             if state == DONE: take result
-/// prev = state.swap(DONE)  (AcqRel)      waiter = me
-/// if prev == WAITER: take waiter, wake   CAS(EMPTY → WAITER)  (AcqRel)
-///                                          Ok:  park until state == DONE
-///                                          Err: (DONE) drop waiter; take result
+/// green thread (complete)               joiner (at most one: the JoinHandle)
+/// result = r                            if state == DONE: take result
+/// prev = state.swap(DONE)  (AcqRel)     register(j):
+/// if prev == WAITER:                      CAS(WAITER → EMPTY)  (AcqRel)   take a stored joiner back
+///   take joiner, wake it                    Err(DONE): drop j; take result
+///                                         joiner = j           (the cell is ours while EMPTY)
+///                                         CAS(EMPTY → WAITER)  (AcqRel)
+///                                           Ok:  wait (park, or return Pending)
+///                                           Err: (DONE) drop the joiner; take result
 /// ```
 ///
 /// * `result` is written only by the completer, before its `Release` swap,
-///   and read only by the joiner after an `Acquire` load of `DONE`.
-/// * `waiter` is written by the joiner while `state` is `EMPTY`, before its
-///   `Release` CAS; the completer reads it only if its swap (`Acquire`)
-///   returned `WAITER`, so after that write. If the CAS fails the completer
-///   saw `EMPTY` and never touches the waiter; the joiner drops it.
-/// * No lost wakeup: the joiner parks through `wake::waiter`, which marks
-///   it blocked and then re-reads `state` after a `SeqCst` fence; the
-///   completer's wake reads the joiner's state after a `SeqCst` fence that
-///   follows its swap (task::state rule 1).
+///   and read only by the joiner after an `Acquire` load (or failed CAS)
+///   that read `DONE`.
+/// * `joiner` belongs to the joiner while `state` is `EMPTY`: only the
+///   joiner moves `EMPTY → WAITER` and `WAITER → EMPTY`; the completer
+///   only moves either to `DONE`, and reads the cell only if its swap
+///   (`Acquire`) returned `WAITER` — so after the joiner's last write to
+///   it, which precedes the joiner's `Release` CAS to `WAITER` that the
+///   swap read. The joiner's CASes and the completer's swap are ordered in
+///   `state`'s modification order: if the joiner's `WAITER → EMPTY` comes
+///   first, the swap returns `EMPTY` and the completer never touches the
+///   cell (the joiner's next `EMPTY → WAITER` fails on `DONE`, and it
+///   takes the result: no lost wakeup); if the swap comes first, the
+///   joiner's CAS fails on `DONE` and it no longer touches the cell.
+/// * Re-registration (a future polled again, with the same or another
+///   waker) takes the stored joiner back first, so the completer always
+///   wakes the waker of the latest poll; a joiner that gives up (the
+///   future dropped while pending) takes its registration back the same
+///   way, so the packet holds no waker of a dropped future.
+/// * No lost wakeup for a parked joiner: it parks through `wake::waiter`,
+///   which marks it blocked and then re-reads `state` after a `SeqCst`
+///   fence; the completer's wake reads the joiner's state after a `SeqCst`
+///   fence that follows its swap (task::state rule 1). A task joiner's
+///   waker is woken after the swap, so its next poll reads `DONE`.
 pub(crate) struct Packet<T> {
     state: AtomicU8,
     result: UnsafeCell<Option<thread::Result<T>>>,
-    waiter: UnsafeCell<Option<Waiter>>,
+    joiner: UnsafeCell<Option<Joiner>>,
 }
 
 // SAFETY: the cells are accessed by at most one thread at a time under the
-// protocol above; the result moves between threads, so `T: Send`.
+// protocol above; the result moves between threads, so `T: Send`, and the
+// joiner (a `Waiter` or a `Waker`, both `Send + Sync`) is woken or dropped
+// by either side.
 unsafe impl<T: Send> Sync for Packet<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for Packet<T> {}
@@ -73,7 +114,7 @@ impl<T> Packet<T> {
         Packet {
             state: AtomicU8::new(EMPTY),
             result: UnsafeCell::new(None),
-            waiter: UnsafeCell::new(None),
+            joiner: UnsafeCell::new(None),
         }
     }
 
@@ -83,11 +124,12 @@ impl<T> Packet<T> {
         // the result, and the joiner reads it only after seeing DONE.
         self.result.with_mut(|p| unsafe { *p = Some(r) });
         if self.state.swap(DONE, Ordering::AcqRel) == WAITER {
-            // SAFETY: the joiner stored its waiter before its Release CAS
-            // to WAITER, which our Acquire swap read; it no longer touches it.
-            let w = self.waiter.with_mut(|p| unsafe { (*p).take() });
-            if let Some(w) = w {
-                platform::wake(w);
+            // SAFETY: the joiner stored it before its Release CAS to
+            // WAITER, which our Acquire swap read; from DONE on it no
+            // longer touches the cell (its CASes fail).
+            let j = self.joiner.with_mut(|p| unsafe { (*p).take() });
+            if let Some(j) = j {
+                j.wake();
             }
         }
     }
@@ -96,41 +138,89 @@ impl<T> Packet<T> {
         self.state.load(Ordering::Acquire) == DONE
     }
 
+    /// Stores the joiner `make` returns (given the one stored before, if
+    /// any), replacing an earlier registration. Returns `false`, with
+    /// nothing stored, if the result is ready (the joiner only).
+    fn register(&self, make: impl FnOnce(Option<Joiner>) -> Joiner) -> bool {
+        // Take a stored joiner back (a re-registration); EMPTY: none.
+        if let Err(DONE) =
+            self.state
+                .compare_exchange(WAITER, EMPTY, Ordering::AcqRel, Ordering::Acquire)
+        {
+            return false;
+        }
+        // SAFETY: state is EMPTY and only this joiner moves it to WAITER:
+        // the completer does not read the cell (protocol above).
+        let old = self.joiner.with_mut(|p| unsafe { (*p).take() });
+        let new = make(old);
+        // SAFETY: as above.
+        self.joiner.with_mut(|p| unsafe { *p = Some(new) });
+        match self
+            .state
+            .compare_exchange(EMPTY, WAITER, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(_) => {
+                // DONE: the completer saw EMPTY and never reads the cell.
+                // SAFETY: as above; we are its only user.
+                drop(self.joiner.with_mut(|p| unsafe { (*p).take() }));
+                false
+            }
+        }
+    }
+
+    /// Takes back a stored joiner (the joiner gives up waiting), so the
+    /// completer neither wakes nor keeps it.
+    fn unregister(&self) {
+        if self
+            .state
+            .compare_exchange(WAITER, EMPTY, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: we moved WAITER → EMPTY: the completer's swap will
+            // return EMPTY and not read the cell; only we use it now.
+            drop(self.joiner.with_mut(|p| unsafe { (*p).take() }));
+        }
+    }
+
     /// Waits until the result is stored (the joiner only).
     fn wait(&self) {
         if self.is_done() {
             return;
         }
-        // SAFETY: state is not DONE and only this joiner moves it out of
-        // EMPTY, so the completer does not read the waiter yet.
-        self.waiter
-            .with_mut(|p| unsafe { *p = Some(platform::current()) });
-        match self
-            .state
-            .compare_exchange(EMPTY, WAITER, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => {
-                while !self.is_done() {
-                    platform::park(|| self.is_done(), None);
-                }
-            }
-            Err(_) => {
-                // DONE: the completer saw EMPTY and never reads the waiter.
-                // SAFETY: as above; we are its only user.
-                drop(self.waiter.with_mut(|p| unsafe { (*p).take() }));
+        if self.register(|_| Joiner::Park(platform::current())) {
+            while !self.is_done() {
+                platform::park(|| self.is_done(), None);
             }
         }
     }
 
-    /// Takes the result (the joiner only, after `wait`).
+    /// The result if it is stored; otherwise `Pending`, with `waker`
+    /// registered to be woken when it is (the joiner only).
+    fn poll_result(&self, waker: &Waker) -> Poll<thread::Result<T>> {
+        if !self.is_done()
+            && self.register(|old| match old {
+                Some(Joiner::Task(w)) if w.will_wake(waker) => Joiner::Task(w),
+                _ => Joiner::Task(waker.clone()),
+            })
+        {
+            return Poll::Pending;
+        }
+        Poll::Ready(self.take())
+    }
+
+    /// Takes the result (the joiner only, once it saw DONE).
+    ///
+    /// # Panics
+    /// If the result was taken already (a future polled after `Ready`).
     fn take(&self) -> thread::Result<T> {
         debug_assert!(self.is_done());
         // SAFETY: DONE was read with Acquire, so the completer's write is
-        // visible and it never touches the result again; join consumes the
-        // handle, so this runs once.
+        // visible and it never touches the result again; only the one
+        // joiner takes it.
         self.result
             .with_mut(|p| unsafe { (*p).take() })
-            .expect("a finished packet holds its result until joined")
+            .expect("JoinHandle polled again after it returned the result")
     }
 }
 
@@ -165,6 +255,15 @@ impl<T> Drop for PacketGuard<T> {
 /// An owned permission to join a green thread (wait for it and take its
 /// result), like `std::thread::JoinHandle`. Dropping it detaches the thread.
 ///
+/// Two ways to wait: [`join`](Self::join) blocks (parks the calling green
+/// thread, or blocks an OS thread), and the handle is a [`Future`] whose
+/// output is the same `std::thread::Result<T>` — `.await` it from any
+/// future: under [`block_on_future`](crate::block_on_future) on a green or
+/// OS thread, in a [`spawn_future`](crate::spawn_future) task, or on
+/// another executor. Dropping the future while it is pending detaches the
+/// thread like dropping the handle (the thread runs on; its result is
+/// dropped). A handle polled again after it returned its result panics.
+///
 /// ```
 /// let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
 /// let h = rt.spawn(|| 6 * 7);
@@ -176,11 +275,21 @@ impl<T> Drop for PacketGuard<T> {
 /// assert_eq!(v, "inner");
 /// let err = rt.spawn(|| panic!("boom")).join().unwrap_err();
 /// assert_eq!(err.downcast_ref::<&str>(), Some(&"boom"));
+///
+/// // As a future: await a green thread from a future.
+/// let v = rt.block_on(|| {
+///     let h = eevdf_rt::spawn(|| 6 * 7);
+///     eevdf_rt::block_on_future(async move { h.await.unwrap() + 1 })
+/// });
+/// assert_eq!(v, 43);
 /// ```
 pub struct JoinHandle<T> {
     packet: Arc<Packet<T>>,
     /// The green thread; `None` for a [`spawn_blocking`](crate::task::spawn_blocking) job.
     task: Option<TaskRef>,
+    /// A `poll` stored a waker in the packet that is still registered
+    /// (taken back when the handle is dropped).
+    polled: bool,
 }
 
 impl<T> JoinHandle<T> {
@@ -188,12 +297,17 @@ impl<T> JoinHandle<T> {
         JoinHandle {
             packet,
             task: Some(task),
+            polled: false,
         }
     }
 
     /// A handle to a job of the blocking pool (no green thread).
     pub(crate) fn new_blocking(packet: Arc<Packet<T>>) -> Self {
-        JoinHandle { packet, task: None }
+        JoinHandle {
+            packet,
+            task: None,
+            polled: false,
+        }
     }
 
     /// Waits for the green thread to finish and returns its result, or the
@@ -242,6 +356,44 @@ impl<T> JoinHandle<T> {
     }
 }
 
+/// Awaiting a handle waits for the green thread (or blocking job) like
+/// [`join`](JoinHandle::join), without blocking: `Ok` with its return
+/// value, or `Err` with the payload of its panic (or [`Cancelled`]).
+///
+/// ```
+/// let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
+/// let r = rt.block_on(|| {
+///     eevdf_rt::block_on_future(async {
+///         let a = eevdf_rt::spawn_future(async { 20 });
+///         let b = eevdf_rt::spawn(|| 22);
+///         let boom = eevdf_rt::spawn(|| panic!("boom"));
+///         assert!(boom.await.is_err());
+///         a.await.unwrap() + b.await.unwrap()
+///     })
+/// });
+/// assert_eq!(r, 42);
+/// ```
+impl<T> Future for JoinHandle<T> {
+    type Output = thread::Result<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let r = self.packet.poll_result(cx.waker());
+        // Pending: our waker is registered until the next poll or the drop.
+        self.polled = r.is_pending();
+        r
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        if self.polled {
+            // Dropped while pending: the packet must not keep (or wake)
+            // the waker of a future that is gone.
+            self.packet.unregister();
+        }
+    }
+}
+
 impl<T> std::fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JoinHandle")
@@ -251,14 +403,20 @@ impl<T> std::fmt::Debug for JoinHandle<T> {
     }
 }
 
-/// Loom model of the real [`Packet`] protocol (complete vs. join):
+/// Loom model of the real [`Packet`] protocol (complete vs. join, and vs.
+/// a future's polls):
 /// `RUSTFLAGS="--cfg loom" cargo test -p eevdf-rt --lib --release loom`.
 /// Checked: the joiner always gets the result (no lost wakeup, no hang),
-/// every cell access is ordered (loom's `UnsafeCell` checks), and a
-/// waiter registered too late is dropped, not leaked or woken twice.
+/// every cell access is ordered (loom's `UnsafeCell` checks), a joiner
+/// registered too late is dropped, not leaked or woken twice; a future
+/// re-polled with a new waker is woken through the new one; a future that
+/// gives up while pending leaves no waker in the packet. Waker leaks are
+/// caught by counting the references to each waker's state at the end.
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+    use loom::sync::Notify;
+    use std::task::Wake;
 
     #[test]
     fn loom_packet_complete_vs_join() {
@@ -282,6 +440,120 @@ mod loom_tests {
             let err = p.take().unwrap_err();
             assert!(err.downcast_ref::<Cancelled>().is_some());
             t.join().unwrap();
+        });
+    }
+
+    /// A waker that notifies the polling thread (loom's park/unpark).
+    struct Flag {
+        woken: Notify,
+    }
+
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.woken.notify();
+        }
+    }
+
+    fn flag() -> (Arc<Flag>, Waker) {
+        let f = Arc::new(Flag {
+            woken: Notify::new(),
+        });
+        let w = Waker::from(f.clone());
+        (f, w)
+    }
+
+    /// Polls with `waker` until `Ready`, waiting between polls until the
+    /// waker is woken (a `Pending` not followed by a wake is a deadlock,
+    /// which loom reports).
+    fn await_with(p: &Packet<u32>, f: &Flag, waker: &Waker) -> thread::Result<u32> {
+        loop {
+            if let Poll::Ready(r) = p.poll_result(waker) {
+                return r;
+            }
+            f.woken.wait();
+        }
+    }
+
+    #[test]
+    fn loom_packet_complete_vs_poll() {
+        loom::model(|| {
+            let p = Arc::new(Packet::<u32>::new());
+            let g = PacketGuard::new(p.clone());
+            let (f, w) = flag();
+            let t = loom::thread::spawn(move || g.complete(Ok(7)));
+            assert_eq!(await_with(&p, &f, &w).ok(), Some(7));
+            t.join().unwrap();
+            drop(w);
+            assert_eq!(Arc::strong_count(&f), 1, "the packet kept a waker");
+        });
+    }
+
+    #[test]
+    fn loom_packet_repoll_with_new_waker() {
+        loom::model(|| {
+            let p = Arc::new(Packet::<u32>::new());
+            let g = PacketGuard::new(p.clone());
+            let (fa, wa) = flag();
+            let (fb, wb) = flag();
+            let t = loom::thread::spawn(move || g.complete(Ok(7)));
+            let r = match p.poll_result(&wa) {
+                Poll::Ready(r) => r,
+                // Moved to another task: only the new waker may be needed.
+                Poll::Pending => await_with(&p, &fb, &wb),
+            };
+            assert_eq!(r.ok(), Some(7));
+            t.join().unwrap();
+            drop((wa, wb));
+            assert_eq!(Arc::strong_count(&fa), 1, "the old waker was kept");
+            assert_eq!(Arc::strong_count(&fb), 1, "the new waker was kept");
+        });
+    }
+
+    #[test]
+    fn loom_packet_poll_then_give_up() {
+        loom::model(|| {
+            let p = Arc::new(Packet::<u32>::new());
+            let g = PacketGuard::new(p.clone());
+            let (f, w) = flag();
+            let t = loom::thread::spawn(move || g.complete(Ok(7)));
+            let pending = p.poll_result(&w).is_pending();
+            if pending {
+                // The JoinHandle's drop while pending.
+                p.unregister();
+            }
+            drop(w);
+            t.join().unwrap();
+            assert_eq!(
+                Arc::strong_count(&f),
+                1,
+                "a dropped future's waker was kept"
+            );
+            assert!(p.is_done());
+        });
+    }
+
+    #[test]
+    fn loom_packet_poll_then_join() {
+        loom::model(|| {
+            let p = Arc::new(Packet::<u32>::new());
+            let g = PacketGuard::new(p.clone());
+            let (f, w) = flag();
+            let t = loom::thread::spawn(move || g.complete(Ok(7)));
+            let r = match p.poll_result(&w) {
+                Poll::Ready(r) => r,
+                // A pending poll, then a blocking join replaces the waker.
+                Poll::Pending => {
+                    p.wait();
+                    p.take()
+                }
+            };
+            assert_eq!(r.ok(), Some(7));
+            t.join().unwrap();
+            drop(w);
+            assert_eq!(Arc::strong_count(&f), 1);
         });
     }
 }

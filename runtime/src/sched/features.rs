@@ -108,6 +108,17 @@ features! {
     /// an idle previous CPU; this switch does not. Off: sync wakeups are
     /// placed like any other.
     WaSync = "WA_SYNC", default true, source "runtime (kernel wake_affine, WF_SYNC)";
+    /// Runtime's own, after the kernel's `wake_affine()` for a wakeup from
+    /// the CPU that took the interrupt (WA_WEIGHT, whose tie goes to the
+    /// waking CPU): when no worker is idle, an I/O readiness wakeup (the
+    /// reactor's dispatch, on a worker that polled it) places the wakee on
+    /// the polling worker unless that one has more tasks queued than the
+    /// wakee's previous worker and the previous worker is keeping up (it
+    /// polled within the last 200 µs). Readiness is then served by a
+    /// worker that is running, not queued behind one whose OS thread is
+    /// preempted, and connection tasks spread over the workers. Off: I/O
+    /// wakeups are placed like any other (previous worker when none is idle).
+    WaIo = "WA_IO", default true, source "runtime (kernel wake_affine, WA_WEIGHT)";
     /// Runtime's own: an idle worker pulls one task from the busiest worker (§13).
     NewidleBalance = "NEWIDLE_BALANCE", default true, source "runtime (sched_balance_newidle)";
     /// Runtime's own: a green thread spawned from a green thread starts on
@@ -179,9 +190,10 @@ impl Features {
     /// The kernel's 6.17 `sched_features` defaults (the `"kernel"`
     /// preset): the runtime's defaults with HRTICK, TTWU_QUEUE_DEFAULT and
     /// TTWU_QUEUE_DELAYED off (off or not merged in 6.17), and SPAWN_LOCAL
-    /// off (the kernel balances a new task onto the idlest CPU). WAKE_IDLE
-    /// and NEWIDLE_BALANCE stay on: they stand for the kernel's
-    /// `select_idle_sibling` and newidle balancing, which 6.17 does.
+    /// off (the kernel balances a new task onto the idlest CPU). WAKE_IDLE,
+    /// WA_IO and NEWIDLE_BALANCE stay on: they stand for the kernel's
+    /// `select_idle_sibling`, `wake_affine` (WA_WEIGHT) and newidle
+    /// balancing, which 6.17 does.
     ///
     /// ```
     /// use eevdf_rt::sched::{Feature, Features};

@@ -2,8 +2,10 @@
 //!
 //! Owns: the simplified `select_task_rq` of docs/eevdf.md §12 — the task's
 //! previous worker if it is idle, its recently used worker if idle, then a
-//! bounded scan of the idle-worker bitmap, else the previous worker — always
-//! within the task's affinity; and spawn placement (local first or idlest,
+//! bounded scan of the idle-worker bitmap, else the previous worker (or,
+//! for an I/O readiness wakeup, the polling worker: WA_IO) — always
+//! within the task's affinity; the I/O-wake hint the reactor sets around
+//! its dispatch ([`io_wakeups`]); and spawn placement (local first or idlest,
 //! the SPAWN_LOCAL switch, docs/kernel-discussions.md §4). Every idle probe is counted.
 //! Must not: scan unboundedly (the v6.15 regression was idle scanning), or
 //! take locks.
@@ -13,7 +15,9 @@ use crate::sched::Feature;
 use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::Tcb;
+use crate::time::clock;
 use crate::worker::mask::WorkerMask;
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
 /// Most idle-bitmap candidates examined by one wake placement.
@@ -69,7 +73,58 @@ pub(crate) fn select_worker(
     }
     let found = scan_idle(sh, aff, prev, &mut probes);
     add_probes(sh, waker, probes);
-    found.unwrap_or_else(fallback)
+    found
+        .or_else(|| io_affine(sh, aff, prev, waker))
+        .unwrap_or_else(fallback)
+}
+
+/// WA_IO: no idle worker, and the wakeup is I/O readiness found by a
+/// worker's poll of the reactor — the runtime's interrupt. Like the
+/// kernel's `wake_affine()` for a wakeup from the CPU that took the
+/// interrupt (WA_WEIGHT, whose tie goes to the waking CPU), the wakee
+/// moves to the polling worker unless that one has more tasks queued than
+/// its previous worker — or even then, if the previous worker has not
+/// polled for [`STALE_POLL`]: a busy worker polls at its preemption points
+/// every `BUSY_POLL_INTERVAL`, so one that has not is not running (its OS
+/// thread preempted by the host) or is stuck in a long run between
+/// preemption points, and a wakee queued there would wait for it. The
+/// polling worker is running by definition. Connection tasks of one
+/// acceptor all start on its worker (SPAWN_LOCAL); this also spreads them
+/// over the workers that poll.
+fn io_affine(sh: &Shared, aff: &WorkerMask, prev: usize, waker: Option<usize>) -> Option<usize> {
+    let w = waker?;
+    if w == prev || !aff.contains(w) || !IO_WAKE.with(Cell::get) || !sh.feature(Feature::WaIo) {
+        return None;
+    }
+    let lighter = sh.workers[w].nr_running() <= sh.workers[prev].nr_running();
+    // Relaxed: a heuristic; the owner alone writes its poll deadline.
+    let last_due = sh.workers[prev].deadlines.next_poll.load(Ordering::Relaxed);
+    (lighter || clock::now() > last_due.saturating_add(STALE_POLL)).then_some(w)
+}
+
+/// How long past its busy-poll deadline a worker counts as not serving
+/// its queue (WA_IO): four busy-poll intervals.
+const STALE_POLL: u64 = 4 * crate::worker::BUSY_POLL_INTERVAL;
+
+thread_local! {
+    /// Set while this thread dispatches I/O readiness ([`io_wakeups`]).
+    static IO_WAKE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` — the reactor waking the waiters and wakers of a ready
+/// descriptor — with this thread's wakeups marked as I/O readiness
+/// wakeups (the WA_IO placement of [`select_worker`]). Only placement reads
+/// the mark, and only on this thread: it changes where a wakee goes, never
+/// whether it is woken.
+pub(crate) fn io_wakeups<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IO_WAKE.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(IO_WAKE.with(|c| c.replace(true)));
+    f()
 }
 
 fn add_probes(sh: &Shared, waker: Option<usize>, n: u64) {

@@ -241,3 +241,30 @@ fn shutdown_with_a_thread_still_detached_waits_for_it() {
     rt.shutdown();
     assert!(done.load(Ordering::SeqCst));
 }
+
+/// Steal time: wall time the worker's thread did not run during one
+/// stretch in a green thread (here: a plain blocking call, with nothing
+/// else waiting, so no hand-off) is measured by the monitor and left
+/// uncharged, as the kernel leaves steal time out of a task's runtime.
+#[test]
+fn time_the_worker_thread_did_not_run_is_not_charged() {
+    let rt = runtime(1);
+    let charged = rt
+        .spawn(|| {
+            let me = eevdf_rt::current();
+            eevdf_rt::yield_now();
+            let v0 = me.stats().vruntime;
+            std::thread::sleep(Duration::from_millis(80));
+            eevdf_rt::yield_now();
+            me.stats().vruntime.wrapping_sub(v0)
+        })
+        .join()
+        .unwrap();
+    // Charged in full, it would be at least 80 ms (nice 0: virtual = real).
+    assert!(
+        charged < 60_000_000,
+        "charged {} ms for an 80 ms blocking call",
+        charged / 1_000_000
+    );
+    assert_eq!(handoffs(&rt), 0);
+}

@@ -106,6 +106,7 @@ fn preempt_slow() {
         // this slow path (a waker it ran called one). Nothing to do.
         return;
     }
+    let stolen = w.stolen_during(own);
     match w.own.leave(own) {
         Some(v) => tls::set_own(v),
         None => {
@@ -113,7 +114,7 @@ fn preempt_slow() {
             return;
         }
     }
-    match preempt_owned(sh, w) {
+    match preempt_owned(sh, w, stolen) {
         Some(why) => switch_out(why),
         // Back into the task's stretch.
         None => tls::set_own(w.own.enter(tls::own())),
@@ -122,7 +123,13 @@ fn preempt_slow() {
 
 /// The slow path of a preemption point, as the worker's owner: returns the
 /// switch to make, if any.
-fn preempt_owned(sh: &crate::shared::Shared, w: &crate::worker::Worker) -> Option<Switch> {
+/// `stolen`: steal time measured during the stretch that just ended, left
+/// uncharged (`worker::handoff`, "Steal time").
+fn preempt_owned(
+    sh: &crate::shared::Shared,
+    w: &crate::worker::Worker,
+    stolen: u64,
+) -> Option<Switch> {
     let now = clock::now();
     // I/O first: the readiness it dispatches may land on this worker's
     // queue or wakelist, and is then handled below.
@@ -139,7 +146,7 @@ fn preempt_owned(sh: &crate::shared::Shared, w: &crate::worker::Worker) -> Optio
     // at the next preemption point instead.
     let timer_due = now >= w.next_timer.load(Ordering::Relaxed);
     let mut switch = flags & RESCHED != 0 || timer_due;
-    if flags & WAKELIST == 0 && !tick_due && !hrtick_due {
+    if flags & WAKELIST == 0 && !tick_due && !hrtick_due && stolen == 0 {
         // Nothing to change in the queue: just plan the next look.
         w.refresh_next_event();
         return switch.then_some(Switch::Preempt { tick: false });
@@ -147,6 +154,9 @@ fn preempt_owned(sh: &crate::shared::Shared, w: &crate::worker::Worker) -> Optio
     let mut tick = false;
     let queued = {
         let mut rq = w.lock_rq(sh, now);
+        if stolen > 0 {
+            rq.q.forgive_current(stolen, now);
+        }
         if flags & WAKELIST != 0 {
             // Remote wakeups queued for us while we run: enqueue them now
             // (the kernel does this in the reschedule IPI) so they compete

@@ -865,6 +865,27 @@ impl<T> RunQueue<T> {
     // Charging and the tick (§5)
     // ----------------------------------------------------------------
 
+    /// The current entity did not get the CPU for `ns` of the time since it
+    /// last started or was charged — its worker's OS thread was descheduled
+    /// by the host — so that time is not charged: its charge start moves
+    /// forward by `ns`, at most to `now`. This is the kernel's steal-time
+    /// rule (`rq_clock_task` leaves out time the vCPU did not run), applied
+    /// to the one entity that was current throughout.
+    ///
+    /// ```text
+    /// exec_start = min(exec_start + ns, now)
+    /// ```
+    pub fn forgive_current(&mut self, ns: Nanos, now: Nanos) {
+        let Some(c) = self.curr else { return };
+        let e = self.ent_mut(c);
+        let moved = e.exec_start.saturating_add(ns);
+        if (now.wrapping_sub(moved) as i64) < 0 {
+            e.exec_start = now;
+        } else {
+            e.exec_start = moved;
+        }
+    }
+
     /// Charges the current entity for the time since it last started or was
     /// charged (§5.1), renews its deadline if due and advances the base.
     /// Returns whether a reschedule was requested.

@@ -83,6 +83,21 @@
 //! and its trace events go to the external track when the worker's ring
 //! is busy.
 //!
+//! # Steal time
+//!
+//! The monitor reads the CPU time of each busy worker's owner thread at
+//! every look anyway. Between two looks that found the same stretch (one
+//! odd ownership value: one green thread, no preemption point's slow path),
+//! wall time minus CPU time is time the host did not run the thread — a
+//! vCPU preempted, another thread on the CPU, a blocking call. The monitor
+//! publishes the sum for that stretch (`Worker::stolen_in`, `stolen_ns`),
+//! and the owner, when it comes back into the runtime from exactly that
+//! stretch, leaves it uncharged (`RunQueue::forgive_current`), as the
+//! kernel's `rq_clock_task` leaves out steal time. Without it, a green
+//! thread running when the host stalls its worker for milliseconds is
+//! charged the whole stall, and then waits, ineligible, at its next
+//! wakeup. Stalls shorter than the monitor's period are not seen.
+//!
 //! # I/O
 //!
 //! A detaching thread cancels what is in flight on its io_uring ring and
@@ -309,20 +324,36 @@ fn monitor_main(sh: &Arc<Shared>) {
             let work = work_waits(w, now);
             waiting |= work;
             let s = &mut seen[i];
-            if v & 1 == 0 || s.word != v {
+            if v & 1 == 0 {
                 *s = Seen::new(v);
-                s.since = now;
                 continue;
             }
-            // Unchanged since the last look: start measuring the thread.
-            let Some((cpu0, at)) = s.cpu else {
-                s.cpu = Some((w.owner_cpu_time(), now));
+            let cpu = w.owner_cpu_time();
+            if s.word != v {
+                *s = Seen::new(v);
+                s.since = now;
+                s.last = (cpu, now);
                 continue;
-            };
+            }
+            // The same stretch in one green thread since the last look:
+            // the wall time its thread did not run is steal time.
+            let (cpu0, at) = s.last;
+            s.last = (cpu, now);
+            let stolen = now
+                .saturating_sub(at)
+                .saturating_sub(cpu.saturating_sub(cpu0));
+            if stolen >= MIN_STEAL {
+                s.stolen += stolen;
+                w.stolen_ns.store(s.stolen, Ordering::Relaxed);
+                w.stolen_in.store(v, Ordering::Release);
+            }
+            let first = *s.first.get_or_insert((cpu0, at));
             if !work || now.saturating_sub(s.since) < ho.threshold {
                 continue;
             }
-            if stuck(w, cpu0, now.saturating_sub(at)) && take_over(sh, ho, i, v) {
+            if stuck(w, first.0, cpu, now.saturating_sub(first.1))
+                && take_over(sh, ho, i, v, s.stolen)
+            {
                 *s = Seen::new(u64::MAX);
             }
         }
@@ -336,14 +367,22 @@ fn monitor_main(sh: &Arc<Shared>) {
     }
 }
 
+/// Shortest steal between two looks that counts (ns): below it, the
+/// distance between the look's clock read and its CPU-time read.
+const MIN_STEAL: u64 = 20_000;
+
 /// The monitor's memory of one worker.
 struct Seen {
     /// The ownership value last seen.
     word: u64,
     /// When it was first seen.
     since: u64,
-    /// The owner thread's CPU time when the value was seen unchanged, and when.
-    cpu: Option<(u64, u64)>,
+    /// The owner thread's CPU time at the last look, and when.
+    last: (u64, u64),
+    /// The same at the first look that found the value unchanged.
+    first: Option<(u64, u64)>,
+    /// Steal time measured in this stretch so far (ns).
+    stolen: u64,
 }
 
 impl Seen {
@@ -351,19 +390,22 @@ impl Seen {
         Seen {
             word,
             since: 0,
-            cpu: None,
+            last: (0, 0),
+            first: None,
+            stolen: 0,
         }
     }
 }
 
 /// Whether the owner thread of `w`, seen in one green thread for at least
-/// the threshold, would be helped by a hand-off: it spins (it had the CPU
-/// for at least a quarter of the last `span` ns), or it is blocked in the
+/// the threshold, would be helped by a hand-off: it spins (its CPU time
+/// went from `cpu0` to `cpu`, at least a quarter of the `span` ns between
+/// the two reads), or it is blocked in the
 /// kernel (not runnable). A thread that is runnable but did not get the CPU
 /// is waiting for the CPU it is pinned to, which a new thread on that CPU
 /// would wait for too (an overloaded host, not a stuck green thread).
-fn stuck(w: &Worker, cpu0: u64, span: u64) -> bool {
-    let ran = w.owner_cpu_time().saturating_sub(cpu0);
+fn stuck(w: &Worker, cpu0: u64, cpu: u64, span: u64) -> bool {
+    let ran = cpu.saturating_sub(cpu0);
     ran >= span / 4 || !w.owner_runnable()
 }
 
@@ -374,7 +416,8 @@ fn work_waits(w: &Worker, now: u64) -> bool {
 
 /// Takes worker `i` from its thread, seen inside one green thread at `v`,
 /// and gives it to a standby thread. Returns whether it did.
-fn take_over(sh: &Arc<Shared>, ho: &HandOff, i: usize, v: u64) -> bool {
+/// `stolen`: the stretch's steal time so far, not charged to the task.
+fn take_over(sh: &Arc<Shared>, ho: &HandOff, i: usize, v: u64, stolen: u64) -> bool {
     // A thread first: a takeover must never leave the worker without one.
     let seat = match ho.standby.lock().pop() {
         Some(s) => s,
@@ -396,8 +439,10 @@ fn take_over(sh: &Arc<Shared>, ho: &HandOff, i: usize, v: u64) -> bool {
                 // reads NOT_QUEUED (Acquire) sees the mark.
                 task.handed_off.store(mark, Ordering::Relaxed);
                 // A migration's dequeue: lag and remaining request kept,
-                // never delayed.
-                match rq.q.dequeue(slot, DequeueFlags::NONE, clock::now()) {
+                // never delayed; charged for the CPU time it got.
+                let now = clock::now();
+                rq.q.forgive_current(stolen, now);
+                match rq.q.dequeue(slot, DequeueFlags::NONE, now) {
                     Dequeue::Removed(entity, t) => t.save_entity(entity),
                     Dequeue::Delayed => unreachable!("only sleeping dequeues are delayed"),
                 }

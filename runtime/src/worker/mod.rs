@@ -98,6 +98,11 @@ pub(crate) struct Worker {
     /// The owner thread's id (high half) and CPU-time clock id (low half),
     /// for the hand-off monitor.
     pub(crate) owner_thread: AtomicU64,
+    /// Host steal time the monitor measured during one stretch of the owner
+    /// in a green thread: the stretch's ownership value, then the time (ns)
+    /// the owner thread did not run in it (see `handoff`, "Steal time").
+    pub(crate) stolen_in: AtomicU64,
+    pub(crate) stolen_ns: AtomicU64,
     /// When this worker last kicked a parked worker to balance (ns; owner only).
     pub(crate) last_balance_kick: AtomicU64,
     /// Counters written only by this worker's OS thread.
@@ -239,6 +244,8 @@ impl Worker {
             deadlines: Deadlines::new(),
             own: Ownership::new(),
             owner_thread: AtomicU64::new(0),
+            stolen_in: AtomicU64::new(u64::MAX),
+            stolen_ns: AtomicU64::new(0),
             last_balance_kick: AtomicU64::new(0),
             stats: CachePadded::new(Counters::new()),
             stacks: ShortLock::new(stacks),
@@ -278,6 +285,19 @@ impl Worker {
             resched: false,
             owner: from == Some(self.index),
             rq: Some(self.rq.lock()),
+        }
+    }
+
+    /// Steal time the monitor measured during the owner's stretch `v` in a
+    /// green thread (0 if none), for the owner to leave uncharged.
+    #[inline]
+    pub(crate) fn stolen_during(&self, v: u64) -> u64 {
+        // Acquire: pairs with the monitor's Release store of `stolen_in`,
+        // made after its store of `stolen_ns`.
+        if self.stolen_in.load(Ordering::Acquire) == v {
+            self.stolen_ns.load(Ordering::Relaxed)
+        } else {
+            0
         }
     }
 

@@ -51,6 +51,9 @@ struct Local {
     expired: Vec<TaskRef>,
     /// Newidle balancing state (failures, back-off).
     balance: balance::BalanceState,
+    /// Steal time the monitor measured while `prev` ran (ns): left
+    /// uncharged (`worker::handoff`, "Steal time").
+    stolen: u64,
 }
 
 impl Running {
@@ -107,6 +110,7 @@ fn run_worker(shared: &Arc<Shared>, index: usize, word: u64) -> Exit {
         prev: None,
         expired: Vec::with_capacity(64),
         balance: balance::BalanceState::default(),
+        stolen: 0,
     };
     let exit = loop {
         let Some(next) = schedule(sh, w, &mut local) else {
@@ -126,7 +130,12 @@ fn run_worker(shared: &Arc<Shared>, index: usize, word: u64) -> Exit {
         // Back in the runtime. Odd: still in the task's stretch, so claim
         // the way back; even: a preemption point already did.
         let v = tls::own();
-        let back = if v & 1 == 1 { w.own.leave(v) } else { Some(v) };
+        let back = if v & 1 == 1 {
+            local.stolen = w.stolen_during(v);
+            w.own.leave(v)
+        } else {
+            Some(v)
+        };
         match back {
             Some(v) => {
                 tls::set_own(v);
@@ -158,6 +167,9 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     let prev_id = prev.as_ref().map(|(p, _)| p.get().id);
     let mut freed_stack = None;
     if let Some((p, why)) = prev {
+        if local.stolen > 0 {
+            rq.q.forgive_current(std::mem::take(&mut local.stolen), now);
+        }
         if let Resumed::Switched(Switch::Preempt { tick }) = why {
             preempted = Some((p.get().id, tick));
         }

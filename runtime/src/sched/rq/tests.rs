@@ -199,3 +199,21 @@ fn set_curr_takes_the_entity_out_of_the_tree_and_sets_protection() {
     assert_eq!(e.vprot, e.vrt + 700_000);
     rq.check_invariants().unwrap();
 }
+
+#[test]
+fn forgiven_time_is_not_charged() {
+    let mut rq = rq_at(0);
+    let a = rq.insert_raw(0, 0, 3_000_000, Some(3_000_000));
+    let _b = rq.insert_raw(0, 0, 3_000_000, Some(3_000_000));
+    rq.set_curr(a, 0);
+    // 1 ms of wall time, 600 µs of it on a descheduled thread.
+    rq.forgive_current(600_000, 1_000_000);
+    rq.charge_current(1_000_000);
+    assert_eq!(rq.entity(a).sum_exec, 400_000);
+    // More forgiven than has passed: nothing is charged, nothing goes back.
+    rq.forgive_current(5_000_000, 1_200_000);
+    rq.charge_current(1_200_000);
+    assert_eq!(rq.entity(a).sum_exec, 400_000);
+    assert_eq!(rq.entity(a).exec_start, 1_200_000);
+    rq.check_invariants().unwrap();
+}

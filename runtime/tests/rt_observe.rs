@@ -240,6 +240,7 @@ fn the_kernel_preset_is_the_kernels_defaults() {
         "NO_TTWU_QUEUE_DEFAULT",
         "NO_TTWU_QUEUE_DELAYED",
         "NO_WA_SYNC",
+        "NO_WA_STALE",
         "NO_SPAWN_LOCAL",
     ] {
         assert!(f.contains(off), "{f}");

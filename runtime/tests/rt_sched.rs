@@ -354,3 +354,77 @@ fn readiness_wakeups_go_to_the_polling_worker_with_wa_io() {
         );
     });
 }
+
+/// WA_STALE: with every worker busy, a wakeup whose previous worker is not
+/// serving its queue — here a green thread spins there without preemption
+/// points (hand-off off, so nothing else rescues that worker) — goes to a
+/// worker that is. Without WA_STALE it goes back to the stalled worker.
+#[test]
+fn wakeups_leave_a_worker_that_is_not_serving_its_queue_with_wa_stale() {
+    let _s = serial();
+    with_timeout(60, "WA_STALE placement", || {
+        assert_eq!(handler_worker_after_stall("default"), 1);
+        assert_eq!(handler_worker_after_stall("NO_WA_STALE"), 0);
+    });
+}
+
+/// The worker a handler (last on worker 0) runs on after an OS thread wakes
+/// it while worker 0 spins without preemption points and worker 1 runs a
+/// hog with them.
+fn handler_worker_after_stall(features: &str) -> usize {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let rt = eevdf_rt::Builder::new()
+        .workers(2)
+        .features(features)
+        .handoff(None)
+        .build()
+        .unwrap();
+    let (tx, rx) = eevdf_rt::sync::channel::unbounded::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<usize>();
+    let handler = eevdf_rt::task::Builder::new()
+        .spawn_on(&rt, move || {
+            ready_tx.send(eevdf_rt::current().worker()).unwrap();
+            rx.recv().unwrap();
+            eevdf_rt::current().worker()
+        })
+        .unwrap();
+    let first = ready_rx.recv().unwrap();
+    // Let it block in `recv` before its worker gets busy.
+    std::thread::sleep(Duration::from_millis(20));
+    let other = 1 - first;
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let hog = eevdf_rt::task::Builder::new()
+        .pin(other)
+        .spawn_on(&rt, move || {
+            while !s.load(Ordering::Relaxed) {
+                eevdf_rt::preempt_point();
+            }
+        })
+        .unwrap();
+    let spinning = Arc::new(AtomicBool::new(false));
+    let sp = spinning.clone();
+    let spinner = eevdf_rt::task::Builder::new()
+        .pin(first)
+        .spawn_on(&rt, move || {
+            sp.store(true, Ordering::SeqCst);
+            let t = std::time::Instant::now();
+            while t.elapsed() < Duration::from_millis(300) {
+                std::hint::spin_loop();
+            }
+        })
+        .unwrap();
+    while !spinning.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    // Well past the staleness bound (200 µs) of the spinning worker.
+    std::thread::sleep(Duration::from_millis(20));
+    tx.send(()).unwrap();
+    let ran_on = handler.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    hog.join().unwrap();
+    // Report relative to the handler's first worker.
+    usize::from(ran_on != first)
+}

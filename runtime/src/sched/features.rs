@@ -119,6 +119,17 @@ features! {
     /// preempted, and connection tasks spread over the workers. Off: I/O
     /// wakeups are placed like any other (previous worker when none is idle).
     WaIo = "WA_IO", default true, source "runtime (kernel wake_affine, WA_WEIGHT)";
+    /// Runtime's own: when no worker is idle and the wakee's previous
+    /// worker is not serving its queue — it has not reached a preemption
+    /// point's slow path for 200 µs (four busy-poll intervals), because the
+    /// host preempted its OS thread or a green thread runs without
+    /// preemption points — the wakee goes to a worker that is: the waker's
+    /// own, else the one with the fewest tasks queued among those keeping
+    /// up. Without it a wakeup waits for the stalled worker, while tokio's
+    /// other worker would take it from the shared queue. The kernel needs
+    /// no such rule (a descheduled vCPU is the hypervisor's business), so
+    /// the `kernel` preset turns it off. Off: the previous worker.
+    WaStale = "WA_STALE", default true, source "runtime";
     /// Runtime's own: an idle worker pulls one task from the busiest worker (§13).
     NewidleBalance = "NEWIDLE_BALANCE", default true, source "runtime (sched_balance_newidle)";
     /// Runtime's own: a green thread spawned from a green thread starts on
@@ -189,8 +200,9 @@ impl Features {
 
     /// The kernel's 6.17 `sched_features` defaults (the `"kernel"`
     /// preset): the runtime's defaults with HRTICK, TTWU_QUEUE_DEFAULT and
-    /// TTWU_QUEUE_DELAYED off (off or not merged in 6.17), and SPAWN_LOCAL
-    /// off (the kernel balances a new task onto the idlest CPU). WAKE_IDLE,
+    /// TTWU_QUEUE_DELAYED off (off or not merged in 6.17), SPAWN_LOCAL
+    /// off (the kernel balances a new task onto the idlest CPU), and the
+    /// runtime's own WA_SYNC and WA_STALE off. WAKE_IDLE,
     /// WA_IO and NEWIDLE_BALANCE stay on: they stand for the kernel's
     /// `select_idle_sibling`, `wake_affine` (WA_WEIGHT) and newidle
     /// balancing, which 6.17 does.
@@ -201,7 +213,7 @@ impl Features {
     /// assert!(!k.is_enabled(Feature::Hrtick));
     /// assert!(k.is_enabled(Feature::DelayDequeue));
     /// assert_eq!(Features::parse("kernel").unwrap(), k);
-    /// assert_eq!(k.diff_from_default(), "NO_HRTICK,NO_TTWU_QUEUE_DELAYED,NO_TTWU_QUEUE_DEFAULT,NO_WA_SYNC,NO_SPAWN_LOCAL");
+    /// assert_eq!(k.diff_from_default(), "NO_HRTICK,NO_TTWU_QUEUE_DELAYED,NO_TTWU_QUEUE_DEFAULT,NO_WA_SYNC,NO_WA_STALE,NO_SPAWN_LOCAL");
     /// ```
     pub fn kernel() -> Self {
         Self::default()
@@ -209,6 +221,7 @@ impl Features {
             .with(Feature::TtwuQueueDefault, false)
             .with(Feature::TtwuQueueDelayed, false)
             .with(Feature::WaSync, false)
+            .with(Feature::WaStale, false)
             .with(Feature::SpawnLocal, false)
     }
 

@@ -19,7 +19,7 @@ pub(crate) mod balance;
 pub(crate) mod placement;
 pub(crate) mod waiter;
 
-use crate::sched::{EnqueueFlags, Feature, WakeFlags};
+use crate::sched::{Dequeue, DequeueFlags, EnqueueFlags, Feature, WakeFlags};
 use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::state::{BLOCKED, NOT_QUEUED, QUEUED, RUNNING, WAKING};
@@ -119,6 +119,28 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
     loop {
         let cpu = t.cpu();
         let w = &sh.workers[cpu];
+        // WA_STALE: a delayed task whose worker is not serving its queue is
+        // taken off it (its delayed dequeue completed as a migration's), so
+        // that placement can wake it where it will run.
+        if waker != Some(cpu) && !t.st.on_cpu() && placement::should_leave(sh, t, cpu) {
+            let now = clock::now();
+            let mut rq = w.lock_rq_from(sh, now, waker);
+            if t.cpu() != cpu {
+                continue;
+            }
+            if t.st.on_rq() != QUEUED {
+                return false;
+            }
+            let slot = t.slot();
+            if rq.q.curr() != Some(slot) && rq.q.entity(slot).is_delayed() {
+                match rq.q.dequeue(slot, DequeueFlags::NONE, now) {
+                    Dequeue::Removed(entity, task) => task.save_entity(entity),
+                    Dequeue::Delayed => unreachable!("only sleeping dequeues are delayed"),
+                }
+                // Off every queue: the caller claims the wake and places it.
+                return false;
+            }
+        }
         // A blocked task that is queued but not on a CPU is delayed. With
         // TTWU_QUEUE_DELAYED its owner un-delays it from its wakelist, so a
         // remote waker never takes the owner's lock [D] (docs/kernel-discussions.md §1).

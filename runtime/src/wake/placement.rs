@@ -3,7 +3,8 @@
 //! Owns: the simplified `select_task_rq` of docs/eevdf.md §12 — the task's
 //! previous worker if it is idle, its recently used worker if idle, then a
 //! bounded scan of the idle-worker bitmap, else the previous worker (or,
-//! for an I/O readiness wakeup, the polling worker: WA_IO) — always
+//! for an I/O readiness wakeup, the polling worker: WA_IO; or, if the
+//! previous worker is not serving its queue, one that is: WA_STALE) — always
 //! within the task's affinity; the I/O-wake hint the reactor sets around
 //! its dispatch ([`io_wakeups`]); and spawn placement (local first or idlest,
 //! the SPAWN_LOCAL switch, docs/kernel-discussions.md §4). Every idle probe is counted.
@@ -75,7 +76,65 @@ pub(crate) fn select_worker(
     add_probes(sh, waker, probes);
     found
         .or_else(|| io_affine(sh, aff, prev, waker))
+        .or_else(|| away_from_stale(sh, aff, prev, waker))
         .unwrap_or_else(fallback)
+}
+
+/// Whether worker `i` has not reached a preemption point's slow path for
+/// [`STALE_POLL`] past its busy-poll deadline at `now`: it is not serving
+/// its queue (its OS thread is preempted by the host, or a green thread
+/// runs without preemption points). Relaxed: a heuristic; the owner alone
+/// writes its poll deadline.
+fn is_stale(sh: &Shared, i: usize, now: u64) -> bool {
+    now > sh.workers[i]
+        .deadlines
+        .next_poll
+        .load(Ordering::Relaxed)
+        .saturating_add(STALE_POLL)
+}
+
+/// WA_STALE, for a wakee still queued (delayed) on worker `prev`: whether
+/// to take it off that queue because `prev` is stale and it may run
+/// elsewhere.
+pub(crate) fn should_leave(sh: &Shared, t: &Tcb, prev: usize) -> bool {
+    t.affinity.count() > 1
+        && sh.workers.len() > 1
+        && sh.feature(Feature::WaStale)
+        && is_stale(sh, prev, clock::now())
+}
+
+/// WA_STALE: no idle worker, and the previous worker is stale: the wakee
+/// goes to the waker's worker (running by definition), else to the allowed
+/// worker with the fewest queued tasks among those that are not stale —
+/// or, on a host so loaded that every worker is stale, among those that
+/// served their queue at least [`STALE_POLL`] more recently than `prev`.
+fn away_from_stale(
+    sh: &Shared,
+    aff: &WorkerMask,
+    prev: usize,
+    waker: Option<usize>,
+) -> Option<usize> {
+    if !aff.contains(prev) || !sh.feature(Feature::WaStale) {
+        return None;
+    }
+    let now = clock::now();
+    if !is_stale(sh, prev, now) {
+        return None;
+    }
+    if let Some(w) = waker.filter(|&w| w != prev && aff.contains(w)) {
+        return Some(w);
+    }
+    let poll = |i: usize| sh.workers[i].deadlines.next_poll.load(Ordering::Relaxed);
+    let fresher = poll(prev).saturating_add(STALE_POLL);
+    let others = || (0..sh.workers.len()).filter(|&i| i != prev && aff.contains(i));
+    others()
+        .filter(|&i| !is_stale(sh, i, now))
+        .min_by_key(|&i| sh.workers[i].nr_running())
+        .or_else(|| {
+            others()
+                .filter(|&i| poll(i) > fresher)
+                .min_by_key(|&i| (sh.workers[i].nr_running(), u64::MAX - poll(i)))
+        })
 }
 
 /// WA_IO: no idle worker, and the wakeup is I/O readiness found by a

@@ -268,3 +268,45 @@ fn time_the_worker_thread_did_not_run_is_not_charged() {
     );
     assert_eq!(handoffs(&rt), 0);
 }
+
+/// A green thread whose worker was handed off wakes another green thread
+/// of that worker while it still runs without preemption points: the
+/// wakee must not wait for it. (Its waker used to enqueue "locally", as
+/// the worker's owner, without kicking the new owner, which had parked.)
+#[test]
+fn a_wake_from_a_handed_off_thread_reaches_the_parked_new_owner() {
+    let rt = runtime(1);
+    let woken_at = Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let flag = Arc::new(AtomicBool::new(false));
+    let (w, f) = (woken_at.clone(), flag.clone());
+    let sleeper = rt.spawn(move || {
+        while !f.load(Ordering::SeqCst) {
+            eevdf_rt::park();
+        }
+        *w.lock().unwrap() = Some(Instant::now());
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    let task = sleeper.task().clone();
+    let f = flag.clone();
+    let waker = rt.spawn(move || {
+        // Hold the worker until it is handed off (a timer waits behind us).
+        spin_for(Duration::from_millis(30));
+        let sent = Instant::now();
+        f.store(true, Ordering::SeqCst);
+        task.unpark();
+        // Keep holding this OS thread, without preemption points.
+        spin_for(Duration::from_millis(300));
+        sent
+    });
+    let timer = rt.spawn(|| eevdf_rt::sleep(Duration::from_millis(1)));
+    timer.join().unwrap();
+    let sent = waker.join().unwrap();
+    sleeper.join().unwrap();
+    let woken = woken_at.lock().unwrap().expect("woken");
+    let late = woken.saturating_duration_since(sent);
+    assert!(
+        late < Duration::from_millis(150),
+        "the wakee ran {late:?} after the wake (the waker spun 300 ms)"
+    );
+    assert!(handoffs(&rt) >= 1, "{}", rt.stats());
+}

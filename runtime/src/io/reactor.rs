@@ -431,8 +431,10 @@ impl Reactor {
     }
 
     /// Collects and dispatches the events epoll has now (waits for the
-    /// poll lock, never for events). For a poller that learned of
-    /// readiness some other way (the io_uring driver's idle park).
+    /// poll lock, never for events). Only for the holder of the poller
+    /// role that learned of readiness some other way (the io_uring
+    /// driver's idle park): any other thread could wait here behind a
+    /// poller blocked in `epoll_wait`, and must use [`poll_now`](Self::poll_now).
     pub(crate) fn dispatch_now(&self) -> usize {
         let mut st = self.state.lock();
         self.turn(&mut st, Some(Duration::ZERO), || {})

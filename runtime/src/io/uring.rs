@@ -667,11 +667,16 @@ pub(crate) fn park_idle(sh: &Shared, w: &Worker, timeout: Option<Duration>) -> b
         return false;
     };
     if let Some(re) = reactor {
-        if reactor_ready || poller {
-            re.dispatch_now();
-        }
         if poller {
+            re.dispatch_now();
             re.release_poller();
+        } else if reactor_ready {
+            // A poll armed while this worker held the poller role, which
+            // another worker holds now: that one collects the events. Never
+            // wait for its poll lock — it may be blocked in `epoll_wait`
+            // holding it, and this worker would stop serving its queue
+            // while its idle word says it is running (no kick reaches it).
+            re.poll_now();
         }
     }
     true

@@ -335,7 +335,7 @@ impl Runtime {
 }
 
 fn wake_on_own_worker(sh: &Shared) -> bool {
-    crate::wake::waker_index(sh).is_some()
+    crate::wake::on_worker_thread(sh)
 }
 
 fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {

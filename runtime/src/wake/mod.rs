@@ -28,13 +28,24 @@ use crate::task::TaskRef;
 use crate::time::clock;
 use crate::worker::{tls, Rq, Worker};
 
-/// The waker's worker index if this thread is a worker of `sh`.
+/// The waker's worker index if this thread is a worker of `sh` and still
+/// owns it. A thread whose worker was handed to another thread while it
+/// ran a green thread (`worker::handoff`) wakes and spawns as an outsider
+/// (through wakelists, with kicks) until that green thread reaches the
+/// runtime again: a "local" enqueue onto the worker would not kick its new
+/// owner, which may be parked.
 #[inline]
 pub(crate) fn waker_index(sh: &Shared) -> Option<usize> {
-    match tls::worker() {
-        Some((s, i)) if std::ptr::eq(s, sh) => Some(i),
+    match tls::worker_own() {
+        Some((s, i, own)) if std::ptr::eq(s, sh) && s.workers[i].own.load() == own => Some(i),
         _ => None,
     }
+}
+
+/// Whether this thread is one of `sh`'s worker threads (owner or not).
+#[inline]
+pub(crate) fn on_worker_thread(sh: &Shared) -> bool {
+    matches!(tls::worker(), Some((s, _)) if std::ptr::eq(s, sh))
 }
 
 /// Charges `c` to the waker: its worker's row, or the external row.

@@ -77,8 +77,10 @@
 //!   racing waker enqueues the task).
 //!
 //! What the old thread may still do to the worker while it runs detached
-//! is limited to what any thread may do: wake tasks onto it, spawn onto
-//! it, under its lock. Its counter increments may race with the new
+//! is limited to what any thread may do: its wakes and spawns go through
+//! wakelists with kicks, like an outsider's (`wake::waker_index` checks
+//! ownership), and a wake or spawn it made as owner just before the
+//! takeover is covered by a kick of the worker when it detaches. Its counter increments may race with the new
 //! owner's (counters are single-writer and may lose an increment then),
 //! and its trace events go to the external track when the worker's ring
 //! is busy.
@@ -562,6 +564,9 @@ pub(crate) fn detach(sh: &Shared, w: &Worker, task: TaskRef, why: Resumed) {
     // `task` may be one of them (blocked on its own operation), which a
     // waker can only enqueue once `on_cpu` is clear.
     crate::io::uring::on_detach();
+    // A wake or spawn this thread made onto `w` as its owner, just before
+    // the takeover, kicked nobody; the new owner may have parked since.
+    w.idle().kick();
 }
 
 /// Clears `handed_off` if it still holds this takeover's mark (a later

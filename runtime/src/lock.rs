@@ -40,6 +40,12 @@ impl<T> ShortLock<T> {
         self.lock_contended()
     }
 
+    /// Locks only if the lock is free now.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.inner.try_lock()
+    }
+
     #[cold]
     fn lock_contended(&self) -> MutexGuard<'_, T> {
         for _ in 0..SPIN_LIMIT {

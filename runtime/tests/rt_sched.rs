@@ -347,7 +347,9 @@ fn readiness_wakeups_go_to_the_polling_worker_with_wa_io() {
             on_light > 50,
             "WA_IO: only {on_light} of 100 reads on the lighter worker: {on:?}"
         );
-        let on = reader_workers_beside_hogs("NO_WA_IO", 100);
+        // (WA_STALE off too: it moves a wakee away from a worker whose
+        // hogs run long between preemption points on a loaded host.)
+        let on = reader_workers_beside_hogs("NO_WA_IO,NO_WA_STALE", 100);
         assert!(
             on.iter().all(|&w| w == 0),
             "NO_WA_IO: the reader left its busy worker: {on:?}"
@@ -427,4 +429,61 @@ fn handler_worker_after_stall(features: &str) -> usize {
     hog.join().unwrap();
     // Report relative to the handler's first worker.
     usize::from(ran_on != first)
+}
+
+/// WA_STALE, the pull: a runnable task queued behind a green thread that
+/// runs without preemption points is pulled, at the next tick, by a busy
+/// worker that keeps reaching them. Without WA_STALE it waits there.
+#[test]
+fn a_busy_worker_pulls_the_next_task_of_a_stalled_one_with_wa_stale() {
+    let _s = serial();
+    with_timeout(60, "WA_STALE pull", || {
+        let (worker, wait) = queued_behind_spinner("default");
+        assert_eq!(worker, 1, "not pulled (started after {wait:?})");
+        assert!(wait < Duration::from_millis(150), "pulled after {wait:?}");
+        let (worker, _) = queued_behind_spinner("NO_WA_STALE");
+        assert_eq!(worker, 0, "left the stalled worker without WA_STALE");
+    });
+}
+
+/// Where (1: the other worker, 0: the stalled one) and how long after
+/// being queued a nice-19 task spawned by a spinner on its own worker
+/// starts, while another worker runs a hog with preemption points.
+fn queued_behind_spinner(features: &str) -> (usize, Duration) {
+    let rt = Builder::new()
+        .workers(2)
+        .features(features)
+        .handoff(None)
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let hog = eevdf_rt::task::Builder::new()
+        .pin(1)
+        .spawn_on(&rt, move || {
+            while !s.load(Ordering::Relaxed) {
+                eevdf_rt::preempt_point();
+            }
+        })
+        .unwrap();
+    let spinner = eevdf_rt::task::Builder::new()
+        .pin(0)
+        .spawn_on(&rt, || {
+            let queued = Instant::now();
+            let late = eevdf_rt::task::Builder::new()
+                .nice(19)
+                .spawn(move || (eevdf_rt::current().worker(), queued.elapsed()))
+                .unwrap();
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(300) {
+                std::hint::spin_loop();
+            }
+            late
+        })
+        .unwrap();
+    let late = spinner.join().unwrap();
+    let r = late.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    r
 }

@@ -182,6 +182,11 @@ fn preempt_owned(
     if tick_due && sh.feature(Feature::NewidleBalance) {
         crate::wake::balance::kick_idle_for_balance(sh, w, queued, now);
     }
+    // WA_STALE: take the next task of a worker that stopped serving its
+    // queue; it competes here (and may preempt us) instead of waiting there.
+    if tick_due && !switch && crate::wake::balance::pull_from_stale(sh, w, now) {
+        switch = true;
+    }
     switch.then_some(Switch::Preempt { tick })
 }
 

@@ -125,8 +125,10 @@ features! {
     /// host preempted its OS thread or a green thread runs without
     /// preemption points — the wakee goes to a worker that is: the waker's
     /// own, else the one with the fewest tasks queued among those keeping
-    /// up. Without it a wakeup waits for the stalled worker, while tokio's
-    /// other worker would take it from the shared queue. The kernel needs
+    /// up; and a busy worker, at its tick, pulls the next task of such a
+    /// worker (the one EEVDF would run next there, else the one that has
+    /// waited longest). Without it a wakeup waits for the stalled worker,
+    /// while tokio's other worker would take it from the shared queue. The kernel needs
     /// no such rule (a descheduled vCPU is the hypervisor's business), so
     /// the `kernel` preset turns it off. Off: the previous worker.
     WaStale = "WA_STALE", default true, source "runtime";

@@ -8,7 +8,7 @@
 //! its lag and relative deadline (dequeue without SLEEP, enqueue MIGRATED).
 //! Must not: move pinned tasks, delayed tasks, or the running task.
 
-use crate::sched::{Dequeue, DequeueFlags, EnqueueFlags, WakeFlags};
+use crate::sched::{Dequeue, DequeueFlags, EnqueueFlags, Feature, WakeFlags};
 use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::worker::Worker;
@@ -112,6 +112,66 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, st: &mut BalanceState) 
 /// so it wakes and runs newidle balance (the kernel's nohz idle-balance
 /// kick: a parked worker cannot notice an imbalance by itself). At most one
 /// kick per `interval` per busy worker. Returns whether it kicked.
+/// WA_STALE, at a busy worker's tick: pulls the task EEVDF would run next
+/// from a worker that is not serving its queue (its OS thread preempted by
+/// the host, or a green thread running without preemption points: see
+/// `placement::is_stale`) — the one that waits longest for nothing, most
+/// often a woken latency task. Never waits for the stalled worker's lock.
+/// Returns whether the pulled task should preempt the running one.
+pub(crate) fn pull_from_stale(sh: &Shared, w: &Worker, now: u64) -> bool {
+    if sh.workers.len() < 2 || !sh.feature(Feature::WaStale) {
+        return false;
+    }
+    let me = w.index;
+    let Some(src_i) = (0..sh.workers.len())
+        .filter(|&i| {
+            i != me && sh.workers[i].nr_running() >= 2 && super::placement::is_stale(sh, i, now)
+        })
+        .max_by_key(|&i| sh.workers[i].nr_running())
+    else {
+        return false;
+    };
+    let src = &sh.workers[src_i];
+    let mut dst_rq = w.lock();
+    let Some(mut src_rq) = src.try_lock() else {
+        return false;
+    };
+    // The task EEVDF would run next there (no side effects) if it is not
+    // the one the stalled thread runs, not delayed and allowed here; else
+    // the one that has waited longest.
+    let next = src_rq.q.pick_eevdf(false).filter(|&slot| {
+        src_rq.q.curr() != Some(slot)
+            && !src_rq.q.entity(slot).is_delayed()
+            && src_rq.q.payload(slot).affinity.contains(me)
+    });
+    let Some(slot) = next.or_else(|| {
+        src_rq
+            .q
+            .steal_candidate(now, true, true, |t| t.affinity.contains(me))
+    }) else {
+        return false;
+    };
+    let Dequeue::Removed(entity, task) = src_rq.q.dequeue(slot, DequeueFlags::NONE, now) else {
+        unreachable!("a task that is not delayed is removed")
+    };
+    task.recent_cpu.store(src_i as u32, Ordering::Relaxed);
+    task.cpu.store(me as u32, Ordering::Relaxed);
+    let t = task.clone();
+    let new_slot = dst_rq.q.enqueue(entity, task, EnqueueFlags::MIGRATED, now);
+    t.set_slot(new_slot);
+    src.publish_nr_running(sh, &src_rq);
+    drop(src_rq);
+    let preempt = dst_rq.q.curr() != Some(new_slot)
+        && dst_rq.q.wakeup_preempt(new_slot, WakeFlags::NONE, now);
+    w.publish_nr_running(sh, &dst_rq);
+    drop(dst_rq);
+    w.stats.inc(Counter::steals);
+    w.stats.inc(Counter::migrations);
+    crate::task::stats::migrated(&t.acct);
+    crate::trace::steal(sh, w.index, &t, src_i, now);
+    preempt
+}
+
 pub(crate) fn kick_idle_for_balance(sh: &Shared, w: &Worker, queued: u32, now: u64) -> bool {
     if queued < 2 || sh.workers.len() < 2 {
         return false;

@@ -85,7 +85,7 @@ pub(crate) fn select_worker(
 /// its queue (its OS thread is preempted by the host, or a green thread
 /// runs without preemption points). Relaxed: a heuristic; the owner alone
 /// writes its poll deadline.
-fn is_stale(sh: &Shared, i: usize, now: u64) -> bool {
+pub(crate) fn is_stale(sh: &Shared, i: usize, now: u64) -> bool {
     now > sh.workers[i]
         .deadlines
         .next_poll

@@ -260,6 +260,13 @@ impl Worker {
         self.rq.lock()
     }
 
+    /// Locks the run queue without its follow-up steps, only if it is free
+    /// now (a busy worker pulling from a stalled one never waits for it).
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, Rq>> {
+        self.rq.try_lock()
+    }
+
     /// Locks the run queue to change it, at time `now` (the caller's one
     /// clock read), from the worker's own thread. The guard applies every
     /// follow-up step when it is dropped (see [`RqGuard`]), so no path that

@@ -81,29 +81,9 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, st: &mut BalanceState) 
         st.next_attempt = now + backoff;
         return false;
     };
-    let Dequeue::Removed(entity, task) = src_rq.q.dequeue(slot, DequeueFlags::NONE, now) else {
-        unreachable!("steal_candidate never returns a delayed task")
-    };
-    // Move the task completely — new worker, new slot — while both locks are
-    // held: anyone who locks either queue afterwards and finds the task
-    // "queued" must find it where `cpu` says, at the slot it records (a
-    // joiner's directed yield, a waker's ttwu_runnable).
-    task.recent_cpu.store(src_i as u32, Ordering::Relaxed);
-    task.cpu.store(me as u32, Ordering::Relaxed);
-    let t = task.clone();
-    let new_slot = dst_rq.q.enqueue(entity, task, EnqueueFlags::MIGRATED, now);
-    t.set_slot(new_slot);
-    src.publish_nr_running(sh, &src_rq);
-    drop(src_rq);
-    if dst_rq.q.curr() != Some(new_slot) {
-        dst_rq.q.wakeup_preempt(new_slot, WakeFlags::NONE, now);
-    }
-    w.publish_nr_running(sh, &dst_rq);
+    // An idle worker: the preemption check has no running task to stop.
+    let _ = migrate(sh, w, &mut dst_rq, src, &mut src_rq, slot, now);
     *failures = 0;
-    w.stats.inc(Counter::steals);
-    w.stats.inc(Counter::migrations);
-    crate::task::stats::migrated(&t.acct);
-    crate::trace::steal(sh, w.index, &t, src_i, now);
     true
 }
 
@@ -151,24 +131,38 @@ pub(crate) fn pull_from_stale(sh: &Shared, w: &Worker, now: u64) -> bool {
     }) else {
         return false;
     };
+    migrate(sh, w, &mut dst_rq, src, &mut src_rq, slot, now)
+}
+
+/// Moves the queued task in `slot` from `src` to `w` (both locked): a
+/// migration's dequeue there, an enqueue with `MIGRATED` here, both queue
+/// lengths published, counted and traced. Returns whether it should preempt
+/// `w`'s running task.
+fn migrate(
+    sh: &Shared,
+    w: &Worker,
+    dst_rq: &mut crate::worker::Rq,
+    src: &Worker,
+    src_rq: &mut crate::worker::Rq,
+    slot: crate::sched::Slot,
+    now: u64,
+) -> bool {
     let Dequeue::Removed(entity, task) = src_rq.q.dequeue(slot, DequeueFlags::NONE, now) else {
         unreachable!("a task that is not delayed is removed")
     };
-    task.recent_cpu.store(src_i as u32, Ordering::Relaxed);
-    task.cpu.store(me as u32, Ordering::Relaxed);
+    task.recent_cpu.store(src.index as u32, Ordering::Relaxed);
+    task.cpu.store(w.index as u32, Ordering::Relaxed);
     let t = task.clone();
     let new_slot = dst_rq.q.enqueue(entity, task, EnqueueFlags::MIGRATED, now);
     t.set_slot(new_slot);
-    src.publish_nr_running(sh, &src_rq);
-    drop(src_rq);
+    src.publish_nr_running(sh, src_rq);
     let preempt = dst_rq.q.curr() != Some(new_slot)
         && dst_rq.q.wakeup_preempt(new_slot, WakeFlags::NONE, now);
-    w.publish_nr_running(sh, &dst_rq);
-    drop(dst_rq);
+    w.publish_nr_running(sh, dst_rq);
     w.stats.inc(Counter::steals);
     w.stats.inc(Counter::migrations);
     crate::task::stats::migrated(&t.acct);
-    crate::trace::steal(sh, w.index, &t, src_i, now);
+    crate::trace::steal(sh, w.index, &t, src.index, now);
     preempt
 }
 

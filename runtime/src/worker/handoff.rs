@@ -530,15 +530,9 @@ pub(crate) fn detach(sh: &Shared, w: &Worker, task: TaskRef, why: Resumed) {
                 let _rq = sh.workers[p.cpu()].lock();
                 p.st.set_state(DEAD);
             }
-            // SAFETY: the task has finished and its context is saved; it is
-            // off every run queue, so no worker resumes it again.
-            let stack = unsafe { p.context_mut() }
-                .take()
-                .map(|ctx| ctx.into_stack());
-            let registered = sh.registry.remove(p);
-            p.st.set_on_cpu(false);
+            // (`task` keeps `p` alive past the registry's reference.)
+            let stack = super::run::retire(sh, p);
             clear_mark(p, mark);
-            drop(registered);
             if let Some(s) = stack {
                 w.stacks.lock().put(s);
             }

@@ -294,22 +294,31 @@ fn handle_prev(
                 Dequeue::Delayed => unreachable!("special dequeues are never delayed"),
             }
             p.st.set_state(DEAD);
-            // SAFETY: the task was current on this worker and has finished;
-            // nobody else can reach its context.
-            let stack = unsafe { p.context_mut() }
-                .take()
-                .map(|ctx| ctx.into_stack());
             // Last use of `prev`: the registry's reference may be the last one.
-            let registered = sh.registry.remove(p);
-            p.st.set_on_cpu(false);
-            drop(registered);
-            return stack;
+            return retire(sh, p);
         }
     }
     // The context is saved and accounted: wakers may hand the task to
     // another worker from now on (Release pairs with their Acquire).
     p.st.set_on_cpu(false);
     None
+}
+
+/// Retires a finished task whose context is saved and which is off every
+/// run queue: takes its stack, removes it from the registry and clears
+/// `on_cpu`. The registry's reference may be the last one: the caller must
+/// not touch `p` afterwards unless it holds a reference of its own.
+pub(crate) fn retire(sh: &Shared, p: &Tcb) -> Option<GreenStack> {
+    // SAFETY: the task has finished and its context is saved; it is off
+    // every run queue, so no worker resumes it again and nobody else can
+    // reach its context.
+    let stack = unsafe { p.context_mut() }
+        .take()
+        .map(|ctx| ctx.into_stack());
+    let registered = sh.registry.remove(p);
+    p.st.set_on_cpu(false);
+    drop(registered);
+    stack
 }
 
 /// Enqueues every task waiting on the wakelist (FIFO), under `w`'s lock.

@@ -21,6 +21,14 @@
 //! changes. With the default features a remote waker never takes it: it
 //! posts to the wakelist, which the owner drains.
 //!
+//! # Who runs a worker
+//!
+//! A worker is not tied to one OS thread. Its ownership word (`owner`)
+//! says which thread owns it and whether that thread is inside a green
+//! thread; a monitor (`handoff`) gives a worker whose thread stays in one
+//! green thread too long, while work waits, to a standby thread, and the
+//! old thread gives its green thread back at its next runtime step.
+//!
 //! Must not: decide policy (that is `sched`) or implement the wake
 //! protocol (that is `wake`).
 
@@ -192,7 +200,10 @@ impl Drop for RqGuard<'_> {
 /// run-queue lock) shortens the running task's protection: that waker then
 /// sets the [`RECHECK`] flag (`Release`, after its store of `preempt_at`),
 /// and the owner, whose preemption point sees any flag, recomputes
-/// `next_event` after reading the flags (`Acquire`).
+/// `next_event` after reading the flags (`Acquire`). The same holds for
+/// the one other writer of `next_timer`: a thread that lost this worker in
+/// a hand-off arms its green thread's timer under the lock, then sets
+/// `RECHECK` and kicks (`Worker::arm_timer_remote`).
 pub(crate) struct Deadlines {
     /// min(next_tick, preempt_at, next_timer, next_poll) (ns; owner only).
     pub(crate) next_event: AtomicU64,

@@ -9,6 +9,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// One test at a time: each measures how soon a stuck worker is handed
+/// off, and the monitor tells a spinning thread from one waiting for a CPU
+/// by the CPU time it got, which tests running side by side would starve.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn runtime(workers: usize) -> Runtime {
     Builder::new().workers(workers).build().unwrap()
 }
@@ -39,6 +48,7 @@ fn spin_for(d: Duration) {
 
 #[test]
 fn blocking_calls_do_not_hold_up_a_sleeper() {
+    let _s = serial();
     let rt = runtime(2);
     let blockers: Vec<_> = (0..4)
         .map(|_| rt.spawn(|| std::thread::sleep(Duration::from_millis(300))))
@@ -65,6 +75,7 @@ fn blocking_calls_do_not_hold_up_a_sleeper() {
 
 #[test]
 fn spinners_do_not_hold_up_a_later_task() {
+    let _s = serial();
     let rt = runtime(2);
     let go = Arc::new(AtomicUsize::new(0));
     let spinners: Vec<_> = (0..2)
@@ -93,6 +104,7 @@ fn spinners_do_not_hold_up_a_later_task() {
 
 #[test]
 fn a_handed_off_task_keeps_running_and_finishes_on_a_worker() {
+    let _s = serial();
     // The stuck green thread blocks, yields and exits after its worker was
     // taken: each of those goes through the detach path.
     let rt = runtime(1);
@@ -127,6 +139,7 @@ fn a_handed_off_task_keeps_running_and_finishes_on_a_worker() {
 
 #[test]
 fn handoff_off_starts_no_thread() {
+    let _s = serial();
     let rt = Builder::new().workers(1).handoff(None).build().unwrap();
     let h = rt.spawn(|| spin_for(Duration::from_millis(20)));
     let other = rt.spawn(|| 1);
@@ -139,6 +152,7 @@ fn handoff_off_starts_no_thread() {
 
 #[test]
 fn handoff_threshold_is_validated() {
+    let _s = serial();
     for bad in [Duration::from_micros(10), Duration::from_secs(11)] {
         let e = Builder::new()
             .workers(1)
@@ -164,6 +178,7 @@ fn handoff_threshold_is_validated() {
 /// (each task's step counter is checked against a flag only it sets).
 #[test]
 fn stress_handoffs_under_load_lose_nothing() {
+    let _s = serial();
     let rt = runtime(2);
     let pairs = 8;
     let rounds = 300u64;
@@ -228,6 +243,7 @@ fn stress_handoffs_under_load_lose_nothing() {
 
 #[test]
 fn shutdown_with_a_thread_still_detached_waits_for_it() {
+    let _s = serial();
     let rt = runtime(1);
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
@@ -248,6 +264,7 @@ fn shutdown_with_a_thread_still_detached_waits_for_it() {
 /// uncharged, as the kernel leaves steal time out of a task's runtime.
 #[test]
 fn time_the_worker_thread_did_not_run_is_not_charged() {
+    let _s = serial();
     let rt = runtime(1);
     let charged = rt
         .spawn(|| {
@@ -275,6 +292,7 @@ fn time_the_worker_thread_did_not_run_is_not_charged() {
 /// the worker's owner, without kicking the new owner, which had parked.)
 #[test]
 fn a_wake_from_a_handed_off_thread_reaches_the_parked_new_owner() {
+    let _s = serial();
     let rt = runtime(1);
     let woken_at = Arc::new(std::sync::Mutex::new(None::<Instant>));
     let flag = Arc::new(AtomicBool::new(false));

@@ -409,14 +409,16 @@ impl Seen {
 
 /// Whether the owner thread of `w`, seen in one green thread for at least
 /// the threshold, would be helped by a hand-off: it spins (its CPU time
-/// went from `cpu0` to `cpu`, at least a quarter of the `span` ns between
-/// the two reads), or it is blocked in the
-/// kernel (not runnable). A thread that is runnable but did not get the CPU
+/// went from `cpu0` to `cpu`, at least an eighth of the `span` ns between
+/// the two reads — a thread that reaches preemption points changes its
+/// ownership value at least every 50 µs it runs, so this much CPU time in
+/// one stretch means it reaches none), or it is blocked in the kernel (not
+/// runnable). A thread that is runnable but did not get the CPU
 /// is waiting for the CPU it is pinned to, which a new thread on that CPU
 /// would wait for too (an overloaded host, not a stuck green thread).
 fn stuck(w: &Worker, cpu0: u64, cpu: u64, span: u64) -> bool {
     let ran = cpu.saturating_sub(cpu0);
-    ran >= span / 4 || !w.owner_runnable()
+    ran >= span / 8 || !w.owner_runnable()
 }
 
 /// Whether something other than the running task waits for worker `w`.

@@ -69,14 +69,7 @@ fn draw(
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(groups.len() * 2 + 1)
-        .x_label_formatter(&move |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                names[i as usize].clone()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&super::category_labels(names))
         .y_desc(if log_y {
             format!("{y_desc} (log scale)")
         } else {

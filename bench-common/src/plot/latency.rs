@@ -118,14 +118,7 @@ fn draw(
         .disable_x_mesh()
         .light_line_style(TRANSPARENT)
         .x_labels(sides.len() * 2 + 1)
-        .x_label_formatter(&move |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                names[i as usize].clone()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&super::category_labels(names))
         .y_label_formatter(&|y: &f64| format!("{y:.0}"))
         .draw()?;
     bars.draw_series(sides.iter().enumerate().map(|(i, s)| {

@@ -79,14 +79,7 @@ where
     chart
         .configure_mesh()
         .x_labels(labels.len())
-        .x_label_formatter(&move |x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                names[i as usize].clone()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&super::category_labels(names))
         .y_desc("usec")
         .draw()?;
     for l in lines {

@@ -18,3 +18,16 @@ pub use bars::{grouped_bars, Series};
 pub use latency::{latency_and_throughput, Side};
 pub use lines::{percentiles_and_series, Line, TimeSeries};
 pub use timeline::trace_timeline;
+
+/// An x-axis label formatter for categories drawn at x = 0, 1, 2, …:
+/// the name at each whole position, nothing between them.
+fn category_labels(names: Vec<String>) -> impl Fn(&f64) -> String {
+    move |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+            names[i as usize].clone()
+        } else {
+            String::new()
+        }
+    }
+}

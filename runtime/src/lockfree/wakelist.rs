@@ -152,13 +152,13 @@ impl<T: Linked> Drop for Drain<T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
-mod tests {
+/// The node type of the unit tests and the loom models.
+#[cfg(test)]
+mod fixture {
     use super::*;
-    use crate::loom::AtomicPtr;
 
-    struct Node {
-        value: usize,
+    pub(super) struct Node {
+        pub(super) value: usize,
         link: AtomicPtr<Node>,
     }
     impl Linked for Node {
@@ -166,12 +166,18 @@ mod tests {
             &self.link
         }
     }
-    fn node(value: usize) -> Arc<Node> {
+    pub(super) fn node(value: usize) -> Arc<Node> {
         Arc::new(Node {
             value,
             link: AtomicPtr::new(ptr::null_mut()),
         })
     }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::fixture::node;
+    use super::*;
 
     #[test]
     fn fifo_order_and_empty_flag() {
@@ -228,24 +234,9 @@ mod tests {
 /// Loom models: `RUSTFLAGS="--cfg loom" cargo test -p eevdf-rt --lib --release loom`.
 #[cfg(all(test, loom))]
 mod loom_tests {
+    use super::fixture::node;
     use super::*;
     use loom::sync::Arc as LArc;
-
-    struct Node {
-        value: usize,
-        link: AtomicPtr<Node>,
-    }
-    impl Linked for Node {
-        fn link(&self) -> &AtomicPtr<Node> {
-            &self.link
-        }
-    }
-    fn node(value: usize) -> Arc<Node> {
-        Arc::new(Node {
-            value,
-            link: AtomicPtr::new(ptr::null_mut()),
-        })
-    }
 
     /// Two producers push two nodes each while the consumer drains: every
     /// node arrives exactly once and each producer's nodes arrive in order.

@@ -112,12 +112,15 @@ fn run_worker(shared: &Arc<Shared>, index: usize, word: u64) -> Exit {
         balance: balance::BalanceState::default(),
         stolen: 0,
     };
+    // This thread's ownership value while it is in the runtime (even);
+    // the thread-local copy is for the green thread's preemption points.
+    let mut own = word;
     let exit = loop {
         let Some(next) = schedule(sh, w, &mut local) else {
             break Exit::Shutdown;
         };
         tls::set_current(next.0.as_ptr());
-        tls::set_own(w.own.enter(tls::own()));
+        tls::set_own(w.own.enter(own));
         // SAFETY: `schedule` made `next` current on this worker under its
         // run-queue lock and set `on_cpu`; only this worker resumes its
         // current task, until it switches out.
@@ -128,17 +131,18 @@ fn run_worker(shared: &Arc<Shared>, index: usize, word: u64) -> Exit {
         ctx.check_stack();
         tls::set_current(std::ptr::null());
         // Back in the runtime. Odd: still in the task's stretch, so claim
-        // the way back; even: a preemption point already did.
+        // the way back; even: a preemption point already did (and left the
+        // thread-local up to date).
         let v = tls::own();
         let back = if v & 1 == 1 {
             local.stolen = w.stolen_during(v);
-            w.own.leave(v)
+            w.own.leave(v).inspect(|&v| tls::set_own(v))
         } else {
             Some(v)
         };
         match back {
             Some(v) => {
-                tls::set_own(v);
+                own = v;
                 local.prev = Some((next, why));
             }
             None => {

@@ -107,17 +107,15 @@ fn preempt_slow() {
         return;
     }
     let stolen = w.stolen_during(own);
-    match w.own.leave(own) {
-        Some(v) => tls::set_own(v),
-        None => {
-            switch_out(Switch::Preempt { tick: false });
-            return;
-        }
-    }
+    let Some(v) = w.own.leave(own) else {
+        switch_out(Switch::Preempt { tick: false });
+        return;
+    };
+    tls::set_own(v);
     match preempt_owned(sh, w, stolen) {
         Some(why) => switch_out(why),
         // Back into the task's stretch.
-        None => tls::set_own(w.own.enter(tls::own())),
+        None => tls::set_own(w.own.enter(v)),
     }
 }
 
@@ -310,7 +308,8 @@ pub fn set_nice(nice: i32) -> Result<(), Error> {
         }
         Ok::<(), Error>(())
     })?;
-    let me = tls::current().ok_or(Error::NotGreenThread { call: "set_nice" })?;
+    // Re-fetched: the call may have moved this green thread to another worker.
+    let me = tls::current().expect("still a green thread");
     let custom = me.custom_slice();
     me.set_mirrors(nice, (custom != 0).then_some(custom));
     preempt_point();
@@ -319,12 +318,12 @@ pub fn set_nice(nice: i32) -> Result<(), Error> {
 
 /// Sets the calling green thread's slice (its latency request), 100 µs ..= 100 ms.
 pub fn set_slice(slice: Duration) -> Result<(), Error> {
-    let me = tls::current().ok_or(Error::NotGreenThread { call: "set_slice" })?;
+    tls::current().ok_or(Error::NotGreenThread { call: "set_slice" })?;
     let ns = check_slice(slice.as_nanos().min(u64::MAX as u128) as u64)?;
-    let _ = me;
     // the guard re-arms HRTICK for the new slice
     with_own_entity(|rq, slot, now| rq.q.set_slice(slot, Some(ns), now))?;
-    let me = tls::current().ok_or(Error::NotGreenThread { call: "set_slice" })?;
+    // Re-fetched: the call may have moved this green thread to another worker.
+    let me = tls::current().expect("still a green thread");
     me.set_mirrors(me.nice(), Some(ns));
     preempt_point();
     Ok(())

@@ -388,32 +388,34 @@ fn with_ring<R>(f: impl FnOnce(&mut WorkerRing) -> R) -> Option<R> {
 }
 
 /// Runs `f` on this worker's ring if it exists (never creates one), then
-/// wakes the tasks it reaped. Returns `f`'s result.
+/// wakes the tasks it reaped. Returns `f`'s result. One thread-local
+/// access when nothing was reaped (the common case at a switch); a second
+/// one only to hand the emptied buffer back.
 #[inline(never)]
 fn with_existing<R>(f: impl FnOnce(&mut WorkerRing) -> R) -> Option<R> {
     let (r, woken) = RING.with(|cell| {
         let mut g = cell.try_borrow_mut().ok()?;
         let ring = g.as_mut()?;
         let r = f(ring);
-        Some((r, std::mem::take(&mut ring.woken)))
+        let woken = (!ring.woken.is_empty()).then(|| std::mem::take(&mut ring.woken));
+        Some((r, woken))
     })?;
-    let n = woken.len();
-    for t in &woken {
-        crate::wake::wake_task(t);
+    let Some(mut woken) = woken else {
+        return Some(r);
+    };
+    for t in woken.drain(..) {
+        crate::wake::wake_task(&t);
     }
     // Hand the buffer back (keeps its capacity).
     RING.with(|cell| {
         if let Ok(mut g) = cell.try_borrow_mut() {
             if let Some(ring) = g.as_mut() {
                 if ring.woken.is_empty() {
-                    let mut v = woken;
-                    v.clear();
-                    ring.woken = v;
+                    ring.woken = woken;
                 }
             }
         }
     });
-    let _ = n;
     Some(r)
 }
 
@@ -521,6 +523,12 @@ pub(crate) fn at_switch(sh: &Shared, now: u64) {
     with_existing(|r| {
         r.take_remote(sh);
         let queued = r.unsubmitted();
+        if queued == 0 && r.in_flight == 0 && !r.futex_armed && !r.reactor_armed {
+            // An idle ring (the common case of a switch that does no I/O):
+            // nothing to submit, and no completion can be pending but a
+            // finished cancel request, which the next reap collects.
+            return;
+        }
         if queued > 0 && r.pending_since == 0 {
             r.pending_since = now;
         }

@@ -90,12 +90,28 @@ impl Lru {
         self.len -= 1;
     }
 
-    /// Moves member `i` to the front.
+    /// Moves member `i` to the front: one relink, on every switch.
+    #[inline]
     pub(crate) fn move_to_front(&mut self, i: u32) {
-        if self.head != i {
-            self.remove(i);
-            self.push_front(i);
+        let head = self.head;
+        if head == i {
+            return;
         }
+        debug_assert!(self.contains(i), "lru: index {i} is not a member");
+        let Links { prev, next, .. } = self.links[i as usize];
+        // `i` is a member but not the head, so it has a predecessor and
+        // the head is another member.
+        self.links[prev as usize].next = next;
+        if next != NIL {
+            self.links[next as usize].prev = prev;
+        } else {
+            self.tail = prev;
+        }
+        let l = &mut self.links[i as usize];
+        l.prev = NIL;
+        l.next = head;
+        self.links[head as usize].prev = i;
+        self.head = i;
     }
 
     /// Members from the back (least recently started) to the front.
@@ -176,5 +192,32 @@ mod tests {
         l.check().unwrap();
         assert_eq!(l.len(), 0);
         assert_eq!(l.iter_from_back().next(), None);
+    }
+
+    #[test]
+    fn move_to_front_relinks_the_middle_the_tail_and_a_pair() {
+        let mut l = Lru::new();
+        for i in 0..4 {
+            l.push_front(i);
+        }
+        // front to back: 3 2 1 0
+        l.move_to_front(2); // a middle member
+        l.check().unwrap();
+        assert_eq!(l.iter_from_front().collect::<Vec<_>>(), vec![2, 3, 1, 0]);
+        l.move_to_front(0); // the tail
+        l.check().unwrap();
+        assert_eq!(l.iter_from_front().collect::<Vec<_>>(), vec![0, 2, 3, 1]);
+        assert_eq!(l.iter_from_back().collect::<Vec<_>>(), vec![1, 3, 2, 0]);
+        l.move_to_front(0); // the head: unchanged
+        l.check().unwrap();
+        let mut p = Lru::new();
+        p.push_front(7);
+        p.push_front(9);
+        for want in [[7, 9], [9, 7], [7, 9]] {
+            p.move_to_front(want[0]);
+            p.check().unwrap();
+            assert_eq!(p.iter_from_front().collect::<Vec<_>>(), want.to_vec());
+            assert_eq!(p.len(), 2);
+        }
     }
 }

@@ -212,6 +212,11 @@ pub struct RunQueue<T> {
     /// The entity the worker runs. Always queued (possibly delayed): a
     /// dequeue of the current entity that really removes it clears `curr`.
     curr: Option<u32>,
+    /// A copy of the current entity's `exec_start`, kept beside `curr` so
+    /// that the repeated charges of one switch (yield, pick and set_curr
+    /// all charge at the same `now`) return without touching the arena.
+    /// Written wherever the current entity's `exec_start` is.
+    curr_exec_start: Nanos,
     /// Next-buddy hint (§6.4): queued, never delayed.
     next: Option<u32>,
     /// Virtual-time base (min_vruntime, §4.4): monotonic, the reference of `sum_wk`.
@@ -267,6 +272,7 @@ impl<T> RunQueue<T> {
             tree: AugTree::new(),
             lru: Lru::new(),
             curr: None,
+            curr_exec_start: 0,
             next: None,
             base,
             sum_wk: 0,
@@ -847,6 +853,7 @@ impl<T> RunQueue<T> {
         e.exec_start = now;
         e.prev_sum_exec = e.sum_exec;
         self.curr = Some(i);
+        self.curr_exec_start = now;
         self.lru.move_to_front(i);
     }
 
@@ -884,6 +891,7 @@ impl<T> RunQueue<T> {
         } else {
             e.exec_start = moved;
         }
+        self.curr_exec_start = e.exec_start;
     }
 
     /// Charges the current entity for the time since it last started or was
@@ -898,13 +906,15 @@ impl<T> RunQueue<T> {
     /// ```
     pub fn charge_current(&mut self, now: Nanos) -> bool {
         let Some(c) = self.curr else { return false };
-        let base_slice = self.params.base_slice;
-        let e = self.ent_mut(c);
-        let ran = now.wrapping_sub(e.exec_start) as i64;
+        let ran = now.wrapping_sub(self.curr_exec_start) as i64;
         if ran <= 0 {
             // the clock did not advance (or went backwards): ignore
             return false;
         }
+        debug_assert_eq!(self.curr_exec_start, self.ent(c).exec_start);
+        let base_slice = self.params.base_slice;
+        self.curr_exec_start = now;
+        let e = self.ent_mut(c);
         e.exec_start = now;
         e.sum_exec += ran as u64;
         e.vrt = e.vrt.wrapping_add(e.fair_delta(ran as u64));

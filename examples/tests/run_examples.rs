@@ -379,6 +379,33 @@ fn stuck() {
 }
 
 #[test]
+fn fast_path() {
+    let out = run_ok("fast_path", &["--rounds", "2", "--ops", "2000"]);
+    for row in [
+        "| yield switch",
+        "| spawn + join an empty task |",
+        "| channel ping-pong round trip |",
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no `{row}` row in:\n{out}"));
+        // four cells: eevdf-rt ns, tokio ns, ratio; all positive numbers
+        let cells: Vec<f64> = line
+            .split('|')
+            .skip(2)
+            .filter_map(|c| c.trim().trim_end_matches('×').parse().ok())
+            .collect();
+        assert!(
+            cells.len() == 3 && cells.iter().all(|&v| v > 0.0),
+            "bad row `{line}` in:\n{out}"
+        );
+    }
+    run_bad("fast_path", &["--rounds", "0"]);
+    run_bad("fast_path", &["--ops", "0"]);
+}
+
+#[test]
 fn http_service() {
     let dir = std::env::temp_dir().join(format!("http_service_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

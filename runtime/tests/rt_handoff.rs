@@ -328,3 +328,83 @@ fn a_wake_from_a_handed_off_thread_reaches_the_parked_new_owner() {
     );
     assert!(handoffs(&rt) >= 1, "{}", rt.stats());
 }
+
+/// The kernel slice (`sched_getattr`'s `sched_runtime`, ns) of this
+/// process's thread named `name`, if there is one.
+fn kernel_slice_of(name: &str) -> Option<u64> {
+    for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if comm.trim() != name {
+            continue;
+        }
+        let tid: i32 = e.file_name().to_str()?.parse().ok()?;
+        // SAFETY: an all-zero `sched_attr` is valid (plain integers).
+        let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::sched_attr>() as u32;
+        // SAFETY: `attr` is writable and `size` bytes long.
+        let r = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut attr, size, 0) };
+        return (r == 0).then_some(attr.sched_runtime);
+    }
+    None
+}
+
+/// Linux 6.12+ takes `sched_runtime` as a custom slice of the fair class.
+fn kernel_has_custom_slices() -> bool {
+    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = r.trim().split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    (major, minor) >= (6, 12)
+}
+
+#[test]
+fn a_takeover_thread_asks_the_kernel_for_a_short_slice() {
+    let _s = serial();
+    if !kernel_has_custom_slices() {
+        eprintln!("skipped: this kernel has no custom slices (Linux < 6.12)");
+        return;
+    }
+    let rt = Builder::new().thread_name("slc").workers(1).build().unwrap();
+    // A new thread names itself once it starts: wait for that.
+    let t = Instant::now();
+    while kernel_slice_of("slc-w0").is_none() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let default = kernel_slice_of("slc-w0").expect("the worker thread");
+    let release = Arc::new(AtomicBool::new(false));
+    let r = release.clone();
+    // Released on every way out of this test, a failed assertion included
+    // (the runtime's drop waits for the spinner).
+    struct Release(Arc<AtomicBool>);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let _release = Release(release.clone());
+    // Stuck in a loop without preemption points until released, while a
+    // sleeper's timer waits for the worker: a hand-off.
+    let spinner = rt.spawn(move || {
+        while !r.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+    });
+    let sleeper = rt.spawn(|| eevdf_rt::sleep(Duration::from_millis(2)));
+    let t = Instant::now();
+    while handoffs(&rt) == 0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(handoffs(&rt), 1, "{}", rt.stats());
+    sleeper.join().unwrap();
+    // The new owner (the first extra thread) asked for 0.1 ms; the stuck
+    // thread kept the default.
+    let t = Instant::now();
+    while kernel_slice_of("slc-h0") != Some(100_000) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(kernel_slice_of("slc-h0"), Some(100_000));
+    assert_eq!(kernel_slice_of("slc-w0"), Some(default));
+    release.store(true, Ordering::SeqCst);
+    spinner.join().unwrap();
+    assert!(all_exited(&rt));
+}

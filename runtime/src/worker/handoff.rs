@@ -55,6 +55,23 @@
 //!   wake path, which places it on a worker. Then the old thread becomes a
 //!   standby itself.
 //!
+//! # The kernel's share of the CPU
+//!
+//! After a takeover two OS threads share the worker's CPU, and the kernel's
+//! EEVDF decides between them: each gets half of it over time, whoever
+//! runs. What matters for latency is *when* the new owner runs after a
+//! wakeup. So a thread that takes a worker over asks the kernel for a
+//! short slice, [`TAKEOVER_KERNEL_SLICE`] (`sched_setattr` with
+//! `sched_runtime`: a custom slice of the fair class since Linux 6.12, no
+//! privilege needed): with a shorter request than the stuck thread, its
+//! wakeups preempt it (the kernel's PREEMPT_SHORT) and its deadlines come
+//! first, at the same share. A thread that goes back to standby returns to
+//! the kernel's default slice, so the short one lasts while a hand-off is
+//! in force: the stuck thread is either still inside its green thread, or
+//! it has given that back and waits as a standby. On older kernels, and
+//! for real-time threads, the call changes nothing and the hand-off works
+//! the same.
+//!
 //! # Safety argument
 //!
 //! * *One owner.* The ownership word admits one owner at a time (see
@@ -134,6 +151,10 @@ pub const MAX_EXTRA_THREADS: usize = 256;
 /// Default hand-off threshold: how long a worker may stay inside one green
 /// thread, while other work waits for it, before it is handed off.
 pub(crate) const DEFAULT_THRESHOLD: Duration = Duration::from_millis(2);
+
+/// The kernel slice (ns) of a thread that took a worker over: 0.1 ms, the
+/// kernel's minimum (module docs, "The kernel's share of the CPU").
+pub(crate) const TAKEOVER_KERNEL_SLICE: u64 = 100_000;
 
 /// The monitor's longest period while no work waits anywhere.
 const MAX_PERIOD: Duration = Duration::from_millis(10);
@@ -221,6 +242,17 @@ impl HandOff {
         self.extra.load(Ordering::Relaxed)
     }
 
+    /// Prepares the calling standby thread to run worker `index`, taken
+    /// over from a stuck thread: pins it to the worker's CPU and asks the
+    /// kernel for a [`TAKEOVER_KERNEL_SLICE`] (module docs, "The kernel's
+    /// share of the CPU").
+    fn take_seat(&self, index: usize) {
+        self.pin(index);
+        // Best effort: a real-time thread or a kernel without custom
+        // slices keeps its default, and the hand-off works the same.
+        let _ = crate::sys::set_kernel_slice(crate::sys::gettid(), TAKEOVER_KERNEL_SLICE);
+    }
+
     /// Pins the calling thread to worker `index`'s CPU, if workers are pinned.
     fn pin(&self, index: usize) {
         if let Some(cores) = self.cores.get().filter(|c| !c.is_empty()) {
@@ -297,9 +329,11 @@ pub(crate) fn standby(sh: &Shared) -> Option<(usize, u64)> {
         }
         pool.push(seat.clone());
     }
+    // Contention over: this thread's green thread is back in a run queue.
+    let _ = crate::sys::set_kernel_slice(crate::sys::gettid(), 0);
     match seat.wait() {
         Assignment::Run { index, word } => {
-            ho.pin(index);
+            ho.take_seat(index);
             Some((index, word))
         }
         Assignment::Exit => None,
@@ -490,7 +524,7 @@ fn new_standby(sh: &Arc<Shared>, ho: &HandOff) -> Option<Arc<Seat>> {
         .spawn(move || {
             let first = match first.wait() {
                 Assignment::Run { index, word } => {
-                    s.handoff.as_ref().expect("hand-off on").pin(index);
+                    s.handoff.as_ref().expect("hand-off on").take_seat(index);
                     Some((index, word))
                 }
                 Assignment::Exit => None,

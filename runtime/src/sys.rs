@@ -159,7 +159,14 @@ pub(crate) fn set_kernel_slice(tid: i32, ns: u64) -> std::io::Result<()> {
     attr.size = std::mem::size_of::<libc::sched_attr>() as u32;
     // SAFETY: `attr` is a valid, initialised `sched_attr` whose `size`
     // says how much of it the kernel may read.
-    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const libc::sched_attr, 0) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setattr,
+            tid,
+            &attr as *const libc::sched_attr,
+            0,
+        )
+    };
     if r == 0 {
         Ok(())
     } else {
@@ -183,7 +190,15 @@ pub(crate) fn kernel_sched_attr(tid: i32) -> std::io::Result<libc::sched_attr> {
     let size = std::mem::size_of::<libc::sched_attr>() as u32;
     // SAFETY: `attr` is writable and `size` bytes long; the kernel writes
     // at most that many.
-    let r = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut attr as *mut libc::sched_attr, size, 0) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut attr as *mut libc::sched_attr,
+            size,
+            0,
+        )
+    };
     if r == 0 {
         Ok(attr)
     } else {
@@ -223,7 +238,10 @@ mod tests {
             set_kernel_slice(tid, 0).unwrap();
             let reset = kernel_sched_attr(tid).unwrap();
             if kernel_has_custom_slices() {
-                assert_eq!(reset.sched_runtime, before.sched_runtime, "the default again");
+                assert_eq!(
+                    reset.sched_runtime, before.sched_runtime,
+                    "the default again"
+                );
             }
         })
         .join()

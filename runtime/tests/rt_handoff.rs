@@ -364,7 +364,11 @@ fn a_takeover_thread_asks_the_kernel_for_a_short_slice() {
         eprintln!("skipped: this kernel has no custom slices (Linux < 6.12)");
         return;
     }
-    let rt = Builder::new().thread_name("slc").workers(1).build().unwrap();
+    let rt = Builder::new()
+        .thread_name("slc")
+        .workers(1)
+        .build()
+        .unwrap();
     // A new thread names itself once it starts: wait for that.
     let t = Instant::now();
     while kernel_slice_of("slc-w0").is_none() && t.elapsed() < Duration::from_secs(5) {

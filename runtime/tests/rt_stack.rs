@@ -27,13 +27,26 @@ fn recurse(depth: u64, stop: &dyn Fn(u64, usize) -> bool) -> u64 {
     recurse(depth + 1, stop) + std::hint::black_box(buf[7]) as u64
 }
 
+/// Like [`recurse`] with 4 KiB frames: deep quickly, so that an overflow
+/// takes microseconds even in a debug build.
+#[inline(never)]
+fn recurse_big(depth: u64, stop: &dyn Fn(u64, usize) -> bool) -> u64 {
+    let mut buf = [0u8; 4096];
+    buf[(depth % 4096) as usize] = depth as u8;
+    std::hint::black_box(&mut buf);
+    if stop(depth, buf.as_ptr() as usize) {
+        return depth;
+    }
+    recurse_big(depth + 1, stop) + std::hint::black_box(buf[7]) as u64
+}
+
 /// What the child does, by `EEVDF_STACK_CHILD`.
 fn child(mode: &str) {
     let b = eevdf_rt::Builder::new().workers(1);
     let b = match mode {
         "mprotect" => b.stack_guard_regions(false),
         "canary-guard" => b.stack_guard(eevdf_rt::StackGuard::Canary),
-        "canary" => b
+        "canary" | "canary-yield" => b
             .stack_guard(eevdf_rt::StackGuard::Canary)
             .stack_size(32 * 1024),
         _ => b,
@@ -52,6 +65,34 @@ fn child(mode: &str) {
         "segv" => {
             // SAFETY: deliberately faults (the parent checks the signal).
             unsafe { std::ptr::write_volatile(16 as *mut u8, 1) };
+        }
+        "canary-yield" => {
+            // As "canary", but alone on its worker and yielding (a yield
+            // that does not switch) before it would ever switch out: the
+            // yield itself must find the smashed canary. The spawner exits
+            // and the sleep lets the worker retire it, so that nothing else
+            // is queued when the overflow happens.
+            let h = rt.block_on(|| {
+                eevdf_rt::task::Builder::new()
+                    .name("shallow")
+                    .spawn(|| {
+                        eevdf_rt::sleep(Duration::from_millis(5));
+                        // Serve the tick that came due while the worker
+                        // slept (a yield with a due tick switches).
+                        for _ in 0..3 {
+                            eevdf_rt::yield_now();
+                        }
+                        let marker = 0u8;
+                        let top = std::hint::black_box(&marker) as *const u8 as usize;
+                        recurse_big(0, &move |_, sp| top.saturating_sub(sp) > 34 * 1024);
+                        for _ in 0..100 {
+                            eevdf_rt::yield_now();
+                        }
+                        eprintln!("yields survived");
+                    })
+                    .unwrap()
+            });
+            let _ = h.join();
         }
         "canary" => {
             // Overflow by about 2 KiB, return, and switch out: only the
@@ -120,6 +161,14 @@ fn green_stack_overflow_reports_and_aborts() {
                 && err.contains("has overflowed its stack (stack size 32 KiB")
                 && err.contains("found by its stack canary"),
             "canary: {err}"
+        );
+        let (sig, err) = run_child("green_stack_overflow_reports_and_aborts", "canary-yield");
+        assert_eq!(sig, Some(libc::SIGABRT), "canary-yield: {err}");
+        assert!(
+            err.contains("thread 'shallow' (green task ")
+                && err.contains("found by its stack canary")
+                && !err.contains("yields survived"),
+            "canary-yield: {err}"
         );
         // Faults that are not a green thread's go on as before.
         let (sig, err) = run_child("green_stack_overflow_reports_and_aborts", "os-thread");

@@ -100,11 +100,13 @@ impl GreenContext {
     /// overflow). One well-predicted branch for stacks with a guard page.
     #[inline]
     pub(crate) fn check_stack(&self) {
-        // SAFETY: a non-zero `canary` is the address of the canary of the
-        // stack this context owns (the stack lives as long as `co`).
-        if self.canary != 0 && !unsafe { super::guard::canary_intact(self.canary) } {
-            super::overflow::canary_smashed(self.canary);
-        }
+        check_canary(self.canary);
+    }
+
+    /// Where this context's stack keeps its canary (0: it has a guard page
+    /// instead), for [`check_canary`] from the green thread itself.
+    pub(crate) fn canary_at(&self) -> usize {
+        self.canary
     }
 
     /// Runs the green thread until it suspends or finishes.
@@ -167,5 +169,18 @@ impl SuspendSlot {
         // SAFETY: per this function's contract we run on the context's stack,
         // so the yielder (which lives at the root of that stack) is alive.
         unsafe { (*y).suspend(why) }
+    }
+}
+
+/// [`GreenContext::check_stack`] for a canary address copied out of the
+/// context (`canary_at`): the running green thread checks its own stack
+/// this way at a yield that does not switch. 0 means a guard page: nothing
+/// to check.
+#[inline]
+pub(crate) fn check_canary(at: usize) {
+    // SAFETY: a non-zero `at` is the address of the canary of a stack that
+    // is alive: the caller's own (it runs on it) or the context's.
+    if at != 0 && !unsafe { super::guard::canary_intact(at) } {
+        super::overflow::canary_smashed(at);
     }
 }

@@ -64,7 +64,8 @@ pub enum StackGuard {
     /// mapping budget fails with an `OutOfMemory` error instead of falling
     /// back to a canary.
     GuardPage,
-    /// No guard pages: a canary below every stack, checked at every switch.
+    /// No guard pages: a canary below every stack, checked at every switch
+    /// (and at a yield that continues without one).
     /// The cheapest to set up; an overflow is caught only after it has
     /// written past the stack, when the green thread switches out.
     Canary,

@@ -105,7 +105,7 @@ fn restore_default(sig: libc::c_int) {
 #[inline(never)]
 pub(crate) fn canary_smashed(canary: usize) -> ! {
     let size = TABLE.stack_size_at(canary).unwrap_or(0);
-    report_and_abort(size, "; found by its stack canary at a switch");
+    report_and_abort(size, "; found by its stack canary at a switch or yield");
 }
 
 /// Writes the overflow message for the running green thread (if any) and

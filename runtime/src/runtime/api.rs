@@ -55,12 +55,50 @@ where
 /// Gives up the worker: the green thread's deadline moves back by one
 /// request and EEVDF picks again (it continues at once if nothing else is
 /// runnable). On an OS thread: `std::thread::yield_now`.
+///
+/// A green thread alone on its worker — nothing else queued and nothing on
+/// its wakelist — continues without a switch: EEVDF would pick it again (a
+/// yield with one entity queued changes nothing in the queue), so the call
+/// costs what [`preempt_point`] costs — including serving a tick, timer or
+/// I/O poll that has come due, which may still switch — and counts as a
+/// yield.
+#[inline]
 pub fn yield_now() {
-    if tls::current().is_some() {
-        switch_out(Switch::Yield);
-    } else {
+    let Some(me) = tls::current() else {
         std::thread::yield_now();
+        return;
+    };
+    // A queue of one: the running task itself (`nr_running` counts it, and
+    // any delayed entity, so a delayed one takes the full switch). Tested
+    // here, from the task's own worker index, so that a yield among others
+    // pays a few loads and nothing else.
+    if me.shared.workers[me.cpu()].nr_running() <= 1 && lone_yield(me) {
+        return;
     }
+    crate::task::switch_out_of(me, Switch::Yield);
+}
+
+/// The yield of a green thread alone on its worker (see [`yield_now`]):
+/// returns `false` if it must switch after all (it is no longer the
+/// worker's owner, a flag is set, or something was queued meanwhile).
+#[inline(never)]
+fn lone_yield(me: &crate::task::Tcb) -> bool {
+    let Some((sh, i, own)) = tls::worker_own() else {
+        return false;
+    };
+    let w = &sh.workers[i];
+    if w.flags() != 0 || w.own.load() != own || w.nr_running() > 1 {
+        return false;
+    }
+    w.stats.inc(crate::stats::Counter::yields);
+    // What the worker checks after every switch.
+    me.check_own_stack();
+    if w.event_due(clock::now()) {
+        preempt_slow();
+    } else if sh.uring.is_some() {
+        crate::io::uring::at_preempt_point(sh);
+    }
+    true
 }
 
 /// Honours a pending reschedule — the analogue of the kernel's

@@ -75,7 +75,15 @@ use crate::context::Switch;
 #[inline]
 pub(crate) fn switch_out(why: Switch) {
     let me = current::current().expect("switch_out called outside a green thread");
-    // SAFETY: `tls::current` is only set while `me` runs on this very stack
-    // (the worker sets it around the resume), so we are on `me`'s context.
+    switch_out_of(me, why);
+}
+
+/// [`switch_out`] for a caller that has just read `me = current()` (and
+/// holds it no further: after the switch it must re-fetch).
+#[inline]
+pub(crate) fn switch_out_of(me: &Tcb, why: Switch) {
+    // SAFETY: `me` is `tls::current()`, which is only set while `me` runs
+    // on this very stack (the worker sets it around the resume), so we are
+    // on `me`'s context.
     unsafe { me.suspend.suspend(why) }
 }

@@ -31,7 +31,9 @@ use crate::task::state::TaskState;
 use crate::task::stats::Acct;
 use crate::worker::mask::WorkerMask;
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI8, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::Arc;
 
 /// A strong reference to a task control block.
@@ -92,6 +94,10 @@ pub(crate) struct Tcb {
     slice_ns: AtomicU64,
     name: Option<Box<str>>,
     context: ContextCell,
+    /// A copy of the context's canary address (0: a guard page), which
+    /// the green thread may read while it runs (the context itself is the
+    /// worker's while it is resumed).
+    stack_canary: AtomicUsize,
     /// The running green thread's way back to its worker.
     pub(crate) suspend: SuspendSlot,
     /// Per-task accounting (`task::stats`).
@@ -137,6 +143,7 @@ impl Tcb {
             nice: AtomicI8::new(nice),
             slice_ns: AtomicU64::new(slice),
             context: ContextCell(UnsafeCell::new(None)),
+            stack_canary: AtomicUsize::new(0),
             suspend: SuspendSlot::new(),
             timer_seq: AtomicU64::new(0),
             unpark_token: AtomicBool::new(false),
@@ -283,7 +290,17 @@ impl Tcb {
         // from any run queue or wakelist, so nobody else can access it.
         let cell = unsafe { &mut *self.context.0.get() };
         assert!(cell.is_none(), "context installed twice");
+        // Relaxed: published to the green thread with the task itself.
+        self.stack_canary.store(ctx.canary_at(), Ordering::Relaxed);
         *cell = Some(ctx);
+    }
+
+    /// Checks the running green thread's stack canary (it calls this on
+    /// its own stack): aborts with the overflow message if it was
+    /// overwritten. Nothing to do for a stack with a guard page.
+    #[inline]
+    pub(crate) fn check_own_stack(&self) {
+        crate::context::coroutine::check_canary(self.stack_canary.load(Ordering::Relaxed));
     }
 
     /// The green context, for the worker that runs the task.

@@ -132,9 +132,9 @@ fn preempt_slow() {
     let Some((sh, w)) = tls::this_worker() else {
         return;
     };
-    if tls::current().is_none() {
+    let Some(me) = tls::current() else {
         return;
-    }
+    };
     // Come back into the runtime as the worker's owner (worker::owner), or
     // learn that the worker was handed to another thread: then switch back
     // to this thread's scheduler loop, which gives this green thread back.
@@ -146,12 +146,12 @@ fn preempt_slow() {
     }
     let stolen = w.stolen_during(own);
     let Some(v) = w.own.leave(own) else {
-        switch_out(Switch::Preempt { tick: false });
+        crate::task::switch_out_of(me, Switch::Preempt { tick: false });
         return;
     };
     tls::set_own(v);
     match preempt_owned(sh, w, stolen) {
-        Some(why) => switch_out(why),
+        Some(why) => crate::task::switch_out_of(me, why),
         // Back into the task's stretch.
         None => tls::set_own(w.own.enter(v)),
     }

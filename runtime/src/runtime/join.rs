@@ -325,7 +325,7 @@ impl<T> JoinHandle<T> {
                     && t.st.on_rq() == QUEUED
                     && t.st.state() == RUNNING
                 {
-                    crate::task::switch_out(Switch::YieldTo(Arc::as_ptr(t) as *const ()));
+                    crate::task::switch_out_of(me, Switch::YieldTo(Arc::as_ptr(t) as *const ()));
                 }
             }
         }

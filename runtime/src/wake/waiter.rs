@@ -86,10 +86,13 @@ pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool 
                 me.st.set_running();
                 return true;
             }
-            crate::task::switch_out(match dl {
-                Some(dl) => Switch::BlockUntil(dl),
-                None => Switch::Block,
-            });
+            crate::task::switch_out_of(
+                me,
+                match dl {
+                    Some(dl) => Switch::BlockUntil(dl),
+                    None => Switch::Block,
+                },
+            );
             // Re-fetch: we may be on another worker now.
             if let Some(dl) = dl {
                 if let Some(me) = tls::current() {

@@ -45,6 +45,10 @@ pub(crate) enum Switch {
     Preempt {
         /// The reschedule came from the tick (slice or protection end, TICK_ELIGIBLE).
         tick: bool,
+        /// The clock reading the preemption point's slow path made just
+        /// before switching (0: none), which the scheduler uses as its
+        /// `now` instead of reading the clock again (one read per switch).
+        now: u64,
     },
     /// Sleep until woken (the task has set itself `BLOCKED`).
     Block,

@@ -146,7 +146,13 @@ fn preempt_slow() {
     }
     let stolen = w.stolen_during(own);
     let Some(v) = w.own.leave(own) else {
-        crate::task::switch_out_of(me, Switch::Preempt { tick: false });
+        crate::task::switch_out_of(
+            me,
+            Switch::Preempt {
+                tick: false,
+                now: 0,
+            },
+        );
         return;
     };
     tls::set_own(v);
@@ -185,7 +191,7 @@ fn preempt_owned(
     if flags & WAKELIST == 0 && !tick_due && !hrtick_due && stolen == 0 {
         // Nothing to change in the queue: just plan the next look.
         w.refresh_next_event();
-        return switch.then_some(Switch::Preempt { tick: false });
+        return switch.then_some(Switch::Preempt { tick: false, now });
     }
     let mut tick = false;
     let queued = {
@@ -223,7 +229,7 @@ fn preempt_owned(
     if tick_due && !switch && crate::wake::balance::pull_from_stale(sh, w, now) {
         switch = true;
     }
-    switch.then_some(Switch::Preempt { tick })
+    switch.then_some(Switch::Preempt { tick, now })
 }
 
 /// Sleeps for `d`: the green thread blocks and a timer on its worker wakes
@@ -387,6 +393,9 @@ fn with_own_entity<R>(
                 }
             }
         }
-        switch_out(Switch::Preempt { tick: false });
+        switch_out(Switch::Preempt {
+            tick: false,
+            now: 0,
+        });
     }
 }

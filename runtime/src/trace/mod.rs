@@ -281,14 +281,14 @@ pub(crate) fn switch_out_for(sh: &Shared, w: usize, t: &Tcb, why: &Resumed, now:
     if sh.trace.is_on() {
         let code = match why {
             Resumed::Finished => out::EXIT,
-            Resumed::Switched(Switch::Preempt { tick: true }) => {
+            Resumed::Switched(Switch::Preempt { tick: true, .. }) => {
                 if sh.workers[w].preempt_at.load(Ordering::Relaxed) <= now {
                     out::HRTICK
                 } else {
                     out::TICK
                 }
             }
-            Resumed::Switched(Switch::Preempt { tick: false }) => out::WAKEUP,
+            Resumed::Switched(Switch::Preempt { tick: false, .. }) => out::WAKEUP,
             Resumed::Switched(Switch::Block | Switch::BlockUntil(_)) => out::BLOCK,
             Resumed::Switched(_) => out::YIELD,
         };

@@ -158,7 +158,12 @@ fn run_worker(shared: &Arc<Shared>, index: usize, word: u64) -> Exit {
 
 /// Chooses the next task to run, or `None` at shutdown.
 fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
-    let mut now = clock::now();
+    // One clock read per switch: a preemption point that read the clock
+    // just before switching hands its reading over.
+    let mut now = match local.prev {
+        Some((_, Resumed::Switched(Switch::Preempt { now, .. }))) if now != 0 => now,
+        _ => clock::now(),
+    };
     // I/O hook (io_uring driver): submit the due batch, reap completions.
     crate::io::uring::at_switch(sh, now);
     if w.next_timer.load(Ordering::Relaxed) <= now {
@@ -174,7 +179,7 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
         if local.stolen > 0 {
             rq.q.forgive_current(std::mem::take(&mut local.stolen), now);
         }
-        if let Resumed::Switched(Switch::Preempt { tick }) = why {
+        if let Resumed::Switched(Switch::Preempt { tick, .. }) = why {
             preempted = Some((p.get().id, tick));
         }
         freed_stack = handle_prev(sh, w, &mut rq, p, why, now);

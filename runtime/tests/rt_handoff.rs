@@ -358,7 +358,7 @@ fn kernel_has_custom_slices() -> bool {
 }
 
 #[test]
-fn a_takeover_thread_asks_the_kernel_for_a_short_slice() {
+fn a_takeover_thread_has_a_short_kernel_slice_while_the_threads_contend() {
     let _s = serial();
     if !kernel_has_custom_slices() {
         eprintln!("skipped: this kernel has no custom slices (Linux < 6.12)");
@@ -408,7 +408,19 @@ fn a_takeover_thread_asks_the_kernel_for_a_short_slice() {
     }
     assert_eq!(kernel_slice_of("slc-h0"), Some(100_000));
     assert_eq!(kernel_slice_of("slc-w0"), Some(default));
+    // Once the stuck thread has given its green thread back, the two no
+    // longer contend: the new owner returns to the default slice.
     release.store(true, Ordering::SeqCst);
     spinner.join().unwrap();
     assert!(all_exited(&rt));
+    let t = Instant::now();
+    while kernel_slice_of("slc-h0") != Some(default) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        kernel_slice_of("slc-h0"),
+        Some(default),
+        "still the short slice"
+    );
+    assert_eq!(kernel_slice_of("slc-w0"), Some(default));
 }

@@ -136,3 +136,44 @@ fn dropping_the_runtime_inside_a_green_thread_does_not_hang() {
         drop(rt);
     });
 }
+
+/// A green thread alone on its worker that loops on `yield_now` (which
+/// then continues without a switch) or on `preempt_point` (which switches
+/// only when something asks it to) never reaches the scheduler by itself:
+/// shutdown must still stop the worker and unwind the thread.
+#[test]
+fn shutdown_stops_a_lone_yield_or_preemption_point_loop() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    with_timeout(60, "lone loops", || {
+        for preempt_point in [false, true] {
+            let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+            let dropped = Arc::new(AtomicUsize::new(0));
+            let started = Arc::new(AtomicBool::new(false));
+            let (d, s) = (dropped.clone(), started.clone());
+            let h = rt.spawn(move || {
+                let _g = Guard(d);
+                s.store(true, Ordering::SeqCst);
+                loop {
+                    if preempt_point {
+                        eevdf_rt::preempt_point();
+                    } else {
+                        eevdf_rt::yield_now();
+                    }
+                }
+            });
+            while !started.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            rt.shutdown();
+            assert_eq!(rt.live_tasks(), 0);
+            assert_eq!(dropped.load(Ordering::SeqCst), 1, "its destructors ran");
+            let r = h.join();
+            assert!(
+                r.as_ref()
+                    .err()
+                    .is_some_and(|p| p.downcast_ref::<eevdf_rt::Cancelled>().is_some()),
+                "the joiner gets Cancelled"
+            );
+        }
+    });
+}

@@ -104,7 +104,9 @@ impl GreenContext {
     /// overflow). One well-predicted branch for stacks with a guard page.
     #[inline]
     pub(crate) fn check_stack(&self) {
-        check_canary(self.canary);
+        // SAFETY: a non-zero `canary` is the address of the canary of the
+        // stack this context owns (the stack lives as long as `co`).
+        unsafe { check_canary(self.canary) };
     }
 
     /// Where this context's stack keeps its canary (0: it has a guard page
@@ -180,10 +182,13 @@ impl SuspendSlot {
 /// context (`canary_at`): the running green thread checks its own stack
 /// this way at a yield that does not switch. 0 means a guard page: nothing
 /// to check.
+///
+/// # Safety
+/// A non-zero `at` must be the canary address of a stack that is alive
+/// (the caller's own, or one whose context the caller holds).
 #[inline]
-pub(crate) fn check_canary(at: usize) {
-    // SAFETY: a non-zero `at` is the address of the canary of a stack that
-    // is alive: the caller's own (it runs on it) or the context's.
+pub(crate) unsafe fn check_canary(at: usize) {
+    // SAFETY: the caller's contract.
     if at != 0 && !unsafe { super::guard::canary_intact(at) } {
         super::overflow::canary_smashed(at);
     }

@@ -75,29 +75,43 @@ pub fn yield_now() {
     if me.shared.workers[me.cpu()].nr_running() <= 1 && lone_yield(me) {
         return;
     }
-    crate::task::switch_out_of(me, Switch::Yield);
+    // SAFETY: `me` is `tls::current()`, read above; `lone_yield` returned
+    // `false`, so it made no switch.
+    unsafe { crate::task::switch_out_of(me, Switch::Yield) };
 }
 
 /// The yield of a green thread alone on its worker (see [`yield_now`]):
 /// returns `false` if it must switch after all (it is no longer the
-/// worker's owner, a flag is set, or something was queued meanwhile).
+/// worker's owner, a flag is set, the runtime shuts down, or something was
+/// queued meanwhile). Counts the yield only when it is done here (a switch
+/// counts it in the scheduler).
 #[inline(never)]
 fn lone_yield(me: &crate::task::Tcb) -> bool {
     let Some((sh, i, own)) = tls::worker_own() else {
         return false;
     };
     let w = &sh.workers[i];
-    if w.flags() != 0 || w.own.load() != own || w.nr_running() > 1 {
+    if w.flags() != 0 || w.own.load() != own || w.nr_running() > 1 || sh.is_shutdown() {
         return false;
     }
-    w.stats.inc(crate::stats::Counter::yields);
     // What the worker checks after every switch.
-    me.check_own_stack();
+    // SAFETY: `me` is the running green thread, on its own stack.
+    unsafe { me.check_own_stack() };
     if w.event_due(clock::now()) {
-        preempt_slow();
+        // Serve the due tick, timer or poll as a preemption point does; a
+        // switch it decides is made as this yield.
+        if preempt_slow_as(Some(Switch::Yield)) {
+            return true;
+        }
     } else if sh.uring.is_some() {
         crate::io::uring::at_preempt_point(sh);
+        // A completion may have woken a task here: then yield to it.
+        if w.nr_running() > 1 || w.flags() != 0 {
+            return false;
+        }
     }
+    // Still this worker's owner here (no switch was made).
+    w.stats.inc(crate::stats::Counter::yields);
     true
 }
 
@@ -129,11 +143,18 @@ pub fn preempt_point() {
 #[cold]
 #[inline(never)]
 fn preempt_slow() {
+    preempt_slow_as(None);
+}
+
+/// [`preempt_slow`], making a switch it decides as `instead` if given (a
+/// lone yield's: the switch then counts and charges as the yield it is).
+/// Returns whether it switched.
+fn preempt_slow_as(instead: Option<Switch>) -> bool {
     let Some((sh, w)) = tls::this_worker() else {
-        return;
+        return false;
     };
     let Some(me) = tls::current() else {
-        return;
+        return false;
     };
     // Come back into the runtime as the worker's owner (worker::owner), or
     // learn that the worker was handed to another thread: then switch back
@@ -142,24 +163,31 @@ fn preempt_slow() {
     if own & 1 == 0 {
         // Already in the runtime: a preemption point reached from inside
         // this slow path (a waker it ran called one). Nothing to do.
-        return;
+        return false;
     }
     let stolen = w.stolen_during(own);
     let Some(v) = w.own.leave(own) else {
-        crate::task::switch_out_of(
-            me,
-            Switch::Preempt {
-                tick: false,
-                now: 0,
-            },
-        );
-        return;
+        let why = Switch::Preempt {
+            tick: false,
+            now: 0,
+        };
+        // SAFETY: `me` is `tls::current()`, read above, with no switch since.
+        unsafe { crate::task::switch_out_of(me, why) };
+        return true;
     };
     tls::set_own(v);
     match preempt_owned(sh, w, stolen) {
-        Some(why) => crate::task::switch_out_of(me, why),
+        Some(why) => {
+            // SAFETY: as above (`preempt_owned` runs wakers; it never
+            // switches).
+            unsafe { crate::task::switch_out_of(me, instead.unwrap_or(why)) };
+            true
+        }
         // Back into the task's stretch.
-        None => tls::set_own(w.own.enter(v)),
+        None => {
+            tls::set_own(w.own.enter(v));
+            false
+        }
     }
 }
 

@@ -325,7 +325,9 @@ impl<T> JoinHandle<T> {
                     && t.st.on_rq() == QUEUED
                     && t.st.state() == RUNNING
                 {
-                    crate::task::switch_out_of(me, Switch::YieldTo(Arc::as_ptr(t) as *const ()));
+                    let why = Switch::YieldTo(Arc::as_ptr(t) as *const ());
+                    // SAFETY: `me` is `tls::current()`, read just above.
+                    unsafe { crate::task::switch_out_of(me, why) };
                 }
             }
         }

@@ -347,6 +347,10 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
     // The monitor and the standby threads first: no hand-off starts now.
     crate::worker::handoff::shutdown(&sh);
     for w in sh.workers.iter() {
+        // A busy worker whose green thread runs alone (a loop of yields or
+        // preemption points that never switches) switches at its next
+        // preemption point and sees the flag; a parked one is woken.
+        w.set_flags(crate::worker::RESCHED);
         w.idle().kick();
     }
     for t in threads.workers {

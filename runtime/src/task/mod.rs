@@ -75,15 +75,21 @@ use crate::context::Switch;
 #[inline]
 pub(crate) fn switch_out(why: Switch) {
     let me = current::current().expect("switch_out called outside a green thread");
-    switch_out_of(me, why);
+    // SAFETY: `me` is `current()`, just read.
+    unsafe { switch_out_of(me, why) };
 }
 
 /// [`switch_out`] for a caller that has just read `me = current()` (and
 /// holds it no further: after the switch it must re-fetch).
+///
+/// # Safety
+/// `me` must be `current()`, read with no switch since: the call suspends
+/// the green thread `me` names, which must be the one running this code.
 #[inline]
-pub(crate) fn switch_out_of(me: &Tcb, why: Switch) {
-    // SAFETY: `me` is `tls::current()`, which is only set while `me` runs
-    // on this very stack (the worker sets it around the resume), so we are
-    // on `me`'s context.
+pub(crate) unsafe fn switch_out_of(me: &Tcb, why: Switch) {
+    debug_assert!(current::current().is_some_and(|c| std::ptr::eq(c, me)));
+    // SAFETY: `me` is `tls::current()` (the caller's contract), which is
+    // only set while `me` runs on this very stack (the worker sets it
+    // around the resume), so we are on `me`'s context.
     unsafe { me.suspend.suspend(why) }
 }

@@ -298,9 +298,17 @@ impl Tcb {
     /// Checks the running green thread's stack canary (it calls this on
     /// its own stack): aborts with the overflow message if it was
     /// overwritten. Nothing to do for a stack with a guard page.
+    ///
+    /// # Safety
+    /// `self` must be the green thread running this code (its stack is
+    /// then alive: it runs on it).
     #[inline]
-    pub(crate) fn check_own_stack(&self) {
-        crate::context::coroutine::check_canary(self.stack_canary.load(Ordering::Relaxed));
+    pub(crate) unsafe fn check_own_stack(&self) {
+        // SAFETY: the address was copied from this task's context, whose
+        // stack the caller runs on (the caller's contract).
+        unsafe {
+            crate::context::coroutine::check_canary(self.stack_canary.load(Ordering::Relaxed))
+        }
     }
 
     /// The green context, for the worker that runs the task.

@@ -86,13 +86,13 @@ pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool 
                 me.st.set_running();
                 return true;
             }
-            crate::task::switch_out_of(
-                me,
-                match dl {
-                    Some(dl) => Switch::BlockUntil(dl),
-                    None => Switch::Block,
-                },
-            );
+            let why = match dl {
+                Some(dl) => Switch::BlockUntil(dl),
+                None => Switch::Block,
+            };
+            // SAFETY: `me` is `tls::current()`, read above; `ready()` is a
+            // condition check that does not switch.
+            unsafe { crate::task::switch_out_of(me, why) };
             // Re-fetch: we may be on another worker now.
             if let Some(dl) = dl {
                 if let Some(me) = tls::current() {

@@ -65,12 +65,17 @@
 //! `sched_runtime`: a custom slice of the fair class since Linux 6.12, no
 //! privilege needed): with a shorter request than the stuck thread, its
 //! wakeups preempt it (the kernel's PREEMPT_SHORT) and its deadlines come
-//! first, at the same share. A thread that goes back to standby returns to
-//! the kernel's default slice, so the short one lasts while a hand-off is
-//! in force: the stuck thread is either still inside its green thread, or
-//! it has given that back and waits as a standby. On older kernels, and
-//! for real-time threads, the call changes nothing and the hand-off works
-//! the same.
+//! first, at the same share. The short slice lasts while the two threads
+//! contend: when the stuck thread gives its green thread back
+//! ([`detach`]), it returns the new owner to the kernel's default slice
+//! (`sched_setattr` takes any thread of the process), and if it gets there
+//! before the new owner has taken its seat, the new owner does not ask for
+//! the short slice at all. The two meet under the worker's
+//! `takeover_slice` lock, keyed by the ownership value the takeover handed
+//! out. A thread that goes back to standby with the short slice still set
+//! (its own stuck predecessor never came back) returns to the default too.
+//! On older kernels, and for real-time threads, the call changes nothing
+//! and the hand-off works the same.
 //!
 //! # Safety argument
 //!
@@ -155,6 +160,46 @@ pub(crate) const DEFAULT_THRESHOLD: Duration = Duration::from_millis(2);
 /// The kernel slice (ns) of a thread that took a worker over: 0.1 ms, the
 /// kernel's minimum (module docs, "The kernel's share of the CPU").
 pub(crate) const TAKEOVER_KERNEL_SLICE: u64 = 100_000;
+
+/// Which thread of a worker runs with the short kernel slice of a
+/// takeover, for the stuck thread to end it when it gives its green thread
+/// back (module docs, "The kernel's share of the CPU"). Keyed by the
+/// ownership value the takeover handed out, so that the stuck thread and
+/// the new owner meet in either order.
+#[derive(Default)]
+pub(crate) struct TakeoverSlice {
+    /// The new owner's starting ownership value.
+    word: u64,
+    /// Its thread id (0: none has the short slice).
+    tid: i32,
+    /// The stuck thread came back before the new owner took its seat.
+    ended: bool,
+}
+
+thread_local! {
+    /// This runtime thread asked for the short kernel slice (and has not
+    /// gone back to standby since). Only runtime threads' own stacks read
+    /// it, never a green thread.
+    static SHORT_SLICE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The stuck thread of a takeover of `w` that claimed ownership value
+/// `taken` (odd) has given its green thread back: the new owner, which
+/// started from `taken + 1`, goes back to the default kernel slice; if it
+/// has not taken its seat yet, it will not ask for the short one.
+fn end_takeover_slice(w: &Worker, taken: u64) {
+    let mut s = w.takeover_slice.lock();
+    if !s.ended && s.tid != 0 && s.word == taken + 1 {
+        let _ = crate::sys::set_kernel_slice(s.tid, 0);
+        *s = TakeoverSlice::default();
+    } else if s.tid == 0 {
+        *s = TakeoverSlice {
+            word: taken + 1,
+            tid: 0,
+            ended: true,
+        };
+    }
+}
 
 /// The monitor's longest period while no work waits anywhere.
 const MAX_PERIOD: Duration = Duration::from_millis(10);
@@ -242,15 +287,31 @@ impl HandOff {
         self.extra.load(Ordering::Relaxed)
     }
 
-    /// Prepares the calling standby thread to run worker `index`, taken
-    /// over from a stuck thread: pins it to the worker's CPU and asks the
-    /// kernel for a [`TAKEOVER_KERNEL_SLICE`] (module docs, "The kernel's
-    /// share of the CPU").
-    fn take_seat(&self, index: usize) {
+    /// Prepares the calling standby thread to run worker `w` (index
+    /// `index`), taken over from a stuck thread and starting from ownership
+    /// value `word`: pins it to the worker's CPU and, unless the stuck
+    /// thread has already given its green thread back, asks the kernel for
+    /// a [`TAKEOVER_KERNEL_SLICE`] (module docs, "The kernel's share of the
+    /// CPU").
+    fn take_seat(&self, w: &Worker, index: usize, word: u64) {
         self.pin(index);
+        let mut s = w.takeover_slice.lock();
+        if s.ended && s.word == word {
+            // The stuck thread came back before this thread got here.
+            *s = TakeoverSlice::default();
+            return;
+        }
+        let tid = crate::sys::gettid();
         // Best effort: a real-time thread or a kernel without custom
         // slices keeps its default, and the hand-off works the same.
-        let _ = crate::sys::set_kernel_slice(crate::sys::gettid(), TAKEOVER_KERNEL_SLICE);
+        if crate::sys::set_kernel_slice(tid, TAKEOVER_KERNEL_SLICE).is_ok() {
+            SHORT_SLICE.with(|f| f.set(true));
+            *s = TakeoverSlice {
+                word,
+                tid,
+                ended: false,
+            };
+        }
     }
 
     /// Pins the calling thread to worker `index`'s CPU, if workers are pinned.
@@ -329,11 +390,14 @@ pub(crate) fn standby(sh: &Shared) -> Option<(usize, u64)> {
         }
         pool.push(seat.clone());
     }
-    // Contention over: this thread's green thread is back in a run queue.
-    let _ = crate::sys::set_kernel_slice(crate::sys::gettid(), 0);
+    // If this thread ran a worker it had taken over, it no longer does:
+    // back to the default slice (it was short only for that contention).
+    if SHORT_SLICE.with(|f| f.replace(false)) {
+        let _ = crate::sys::set_kernel_slice(crate::sys::gettid(), 0);
+    }
     match seat.wait() {
         Assignment::Run { index, word } => {
-            ho.take_seat(index);
+            ho.take_seat(&sh.workers[index], index, word);
             Some((index, word))
         }
         Assignment::Exit => None,
@@ -524,7 +588,11 @@ fn new_standby(sh: &Arc<Shared>, ho: &HandOff) -> Option<Arc<Seat>> {
         .spawn(move || {
             let first = match first.wait() {
                 Assignment::Run { index, word } => {
-                    s.handoff.as_ref().expect("hand-off on").take_seat(index);
+                    s.handoff.as_ref().expect("hand-off on").take_seat(
+                        &s.workers[index],
+                        index,
+                        word,
+                    );
                     Some((index, word))
                 }
                 Assignment::Exit => None,
@@ -546,7 +614,7 @@ fn new_standby(sh: &Arc<Shared>, ho: &HandOff) -> Option<Arc<Seat>> {
 /// The thread that ran worker `w` was taken over while it ran `task`, which
 /// has now switched back for `why`: give the task back and stop acting as
 /// `w`'s owner (module docs, "Return").
-pub(crate) fn detach(sh: &Shared, w: &Worker, task: TaskRef, why: Resumed) {
+pub(crate) fn detach(sh: &Shared, w: &Worker, task: TaskRef, why: Resumed, taken: u64) {
     // The takeover claimed the word under this lock: once we hold it, the
     // takeover's dequeue of `task` is complete (worker::owner, Orderings).
     drop(w.lock());
@@ -605,6 +673,8 @@ pub(crate) fn detach(sh: &Shared, w: &Worker, task: TaskRef, why: Resumed) {
     // A wake or spawn this thread made onto `w` as its owner, just before
     // the takeover, kicked nobody; the new owner may have parked since.
     w.idle().kick();
+    // The two threads no longer contend for the worker's CPU.
+    end_takeover_slice(w, taken);
 }
 
 /// Clears `handed_off` if it still holds this takeover's mark (a later

@@ -111,6 +111,10 @@ pub(crate) struct Worker {
     /// the owner thread did not run in it (see `handoff`, "Steal time").
     pub(crate) stolen_in: AtomicU64,
     pub(crate) stolen_ns: AtomicU64,
+    /// Which thread runs this worker with a takeover's short kernel slice,
+    /// and whether that hand-off has ended (`handoff`, "The kernel's share
+    /// of the CPU"). Touched only at takeovers and returns.
+    pub(crate) takeover_slice: parking_lot::Mutex<handoff::TakeoverSlice>,
     /// When this worker last kicked a parked worker to balance (ns; owner only).
     pub(crate) last_balance_kick: AtomicU64,
     /// Counters written only by this worker's OS thread.
@@ -255,6 +259,7 @@ impl Worker {
             deadlines: Deadlines::new(),
             own: Ownership::new(),
             owner_thread: AtomicU64::new(0),
+            takeover_slice: parking_lot::Mutex::new(handoff::TakeoverSlice::default()),
             stolen_in: AtomicU64::new(u64::MAX),
             stolen_ns: AtomicU64::new(0),
             last_balance_kick: AtomicU64::new(0),

@@ -147,7 +147,7 @@ fn run_worker(shared: &Arc<Shared>, index: usize, word: u64) -> Exit {
             }
             None => {
                 // Taken over while it ran: give the task back, then stand by.
-                super::handoff::detach(sh, w, next.to_ref(), why);
+                super::handoff::detach(sh, w, next.to_ref(), why, v);
                 break Exit::TakenOver;
             }
         }

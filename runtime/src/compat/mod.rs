@@ -11,7 +11,7 @@
 //! |---|---|
 //! | `tokio-io` | `tokio::io::{AsyncRead, AsyncWrite}` for [`TcpStream`](crate::net::TcpStream), [`UnixStream`](crate::net::UnixStream), [`PipeReader`](crate::io::PipeReader) / [`PipeWriter`](crate::io::PipeWriter) |
 //! | `futures-io` | `futures_io::{AsyncRead, AsyncWrite}` for the same types |
-//! | `hyper` | [`hyper::Executor`] and [`hyper::Timer`] (`hyper::rt`) |
+//! | `hyper` | `compat::hyper::{Executor, Timer}`, implementing `hyper::rt::Executor` and `hyper::rt::Timer` |
 //!
 //! The read and write timeouts of the blocking API (`set_read_timeout`)
 //! do not apply to the async traits; wrap the future in

@@ -15,29 +15,28 @@ use std::time::Duration;
 
 const CHILD: &str = "EEVDF_STACK_CHILD";
 
-/// Recurses until `stop(depth, &frame)` says so; each frame holds 512 bytes.
+/// Recurses until `stop(depth, &frame)` says so; each frame holds `N`
+/// bytes (zeroed, so every frame writes all of them).
 #[inline(never)]
-fn recurse(depth: u64, stop: &dyn Fn(u64, usize) -> bool) -> u64 {
-    let mut buf = [0u8; 512];
-    buf[(depth % 512) as usize] = depth as u8;
+fn recurse_with<const N: usize>(depth: u64, stop: &dyn Fn(u64, usize) -> bool) -> u64 {
+    let mut buf = [0u8; N];
+    buf[(depth % N as u64) as usize] = depth as u8;
     std::hint::black_box(&mut buf);
     if stop(depth, buf.as_ptr() as usize) {
         return depth;
     }
-    recurse(depth + 1, stop) + std::hint::black_box(buf[7]) as u64
+    recurse_with::<N>(depth + 1, stop) + std::hint::black_box(buf[7]) as u64
 }
 
-/// Like [`recurse`] with 4 KiB frames: deep quickly, so that an overflow
-/// takes microseconds even in a debug build.
-#[inline(never)]
+/// 512-byte frames.
+fn recurse(depth: u64, stop: &dyn Fn(u64, usize) -> bool) -> u64 {
+    recurse_with::<512>(depth, stop)
+}
+
+/// 4 KiB frames: deep quickly, so that an overflow takes microseconds even
+/// in a debug build.
 fn recurse_big(depth: u64, stop: &dyn Fn(u64, usize) -> bool) -> u64 {
-    let mut buf = [0u8; 4096];
-    buf[(depth % 4096) as usize] = depth as u8;
-    std::hint::black_box(&mut buf);
-    if stop(depth, buf.as_ptr() as usize) {
-        return depth;
-    }
-    recurse_big(depth + 1, stop) + std::hint::black_box(buf[7]) as u64
+    recurse_with::<4096>(depth, stop)
 }
 
 /// What the child does, by `EEVDF_STACK_CHILD`.

@@ -1,7 +1,8 @@
 //! Runtime micro-benchmarks, each beside its tokio / OS-thread counterpart
 //! in the same run (issue: runtime core):
 //!
-//! * `switch/*`: a yield ping-pong of two tasks on one worker (ns per switch);
+//! * `switch/*`: a yield ping-pong of two tasks on one worker (ns per switch),
+//!   and a yield alone on its worker (`green_yield_alone`: no switch);
 //! * `spawn_join/*`: spawn an empty task and wait for it;
 //! * `wake_round_trip/*`: two tasks on different workers waking each other.
 //!
@@ -35,6 +36,19 @@ fn switch(c: &mut Criterion) {
                 h.join().unwrap();
                 // two switches per iteration: report per switch
                 t.elapsed() / 2
+            })
+        })
+    });
+    // A yield with nothing else queued on the worker: no switch (EEVDF
+    // would pick the yielder again), a preemption point's cost.
+    g.bench_function("green_yield_alone", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(move || {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    eevdf_rt::yield_now();
+                }
+                t.elapsed()
             })
         })
     });

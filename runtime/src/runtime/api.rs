@@ -249,6 +249,9 @@ fn preempt_owned(
         rq.q.nr_queued()
         // the guard publishes, arms HRTICK and recomputes next_event
     };
+    if tick_due {
+        crate::worker::handoff::watch_peers(sh, w, now);
+    }
     if tick_due && sh.feature(Feature::NewidleBalance) {
         crate::wake::balance::kick_idle_for_balance(sh, w, queued, now);
     }

@@ -25,17 +25,33 @@
 //! (`worker::owner`) says which thread that is and whether it is inside a
 //! green thread.
 //!
-//! * **Detection.** The monitor looks at every worker every half threshold
-//!   while some worker with work waiting has stayed in one stretch since
-//!   the previous look,
-//!   every two thresholds while work waits but every worker moves on, and
-//!   backs off to 10 ms while no work waits (so a busy, healthy runtime
-//!   costs 250 wakeups a second, an idle one 100, and a stall is found
-//!   within about four thresholds). A worker is stuck when its ownership word has shown
+//! * **Detection.** A worker is stuck when its ownership word has shown
 //!   the same odd value (one stretch inside one green thread, without even
 //!   a preemption point's slow path) for the threshold *and* something is
 //!   waiting for it: another queued task, a wakelist entry, or a due
 //!   timer. A worker that runs a lone task for a long time is left alone.
+//!   The monitor looks at every worker every half threshold while some
+//!   worker with work waiting has stayed in one stretch since the previous
+//!   look, and every two thresholds while work waits but every worker
+//!   moves on, so a stall is found within about four thresholds. While no
+//!   work waits it backs off to 10 ms.
+//! * **Workers watch each other.** Every look is a wakeup of the monitor
+//!   thread on a CPU that a worker is using, and each one can delay the
+//!   kernel's wakeup of some other thread there until the next kernel
+//!   tick (a thread that wakes, runs a few microseconds and sleeps again
+//!   stays on the kernel's run queue as a delayed entity, and a wakee
+//!   that is not the kernel's EEVDF pick at once does not preempt). At
+//!   250 looks a second on a busy runtime, that was most of the tail of
+//!   `examples/latency_service`. So busy workers do the watching
+//!   themselves: at its tick each worker records that it watches
+//!   (`Worker::watched_at`) and checks the others for a stall (inside a
+//!   green thread, no preemption point's slow path for a few busy-poll
+//!   intervals, work waiting: [`watch_peers`]). While at least two workers
+//!   watch — every worker then has a watcher other than itself — the
+//!   monitor *dozes* ([`DOZE_PERIOD`]), and a worker that sees a stalled
+//!   peer, or no other watcher, wakes it; it then looks as above. A stall
+//!   is found within about a tick plus three thresholds then. With one
+//!   worker, or fewer than two busy ones, nothing changes.
 //! * **Takeover.** Under the worker's run-queue lock the monitor claims the
 //!   ownership word (`Ownership::take`), dequeues the stuck green thread as
 //!   a migration does (its lag and remaining request are kept) and marks
@@ -143,7 +159,7 @@ use crate::task::state::{BLOCKED, DEAD, RUNNING};
 use crate::task::TaskRef;
 use crate::time::clock;
 use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -204,6 +220,20 @@ fn end_takeover_slice(w: &Worker, taken: u64) {
 /// The monitor's longest period while no work waits anywhere.
 const MAX_PERIOD: Duration = Duration::from_millis(10);
 
+/// How long the monitor sleeps while the workers watch each other (module
+/// docs, "Workers watch each other") unless a worker wakes it: a bound
+/// for the case where the watchers stop without noticing.
+const DOZE_PERIOD: Duration = Duration::from_millis(100);
+
+/// A worker watches if it did so within this many ticks.
+const WATCH_TICKS: u32 = 3;
+
+/// After a worker woke the monitor or a look found a worker in the same
+/// stretch twice, the monitor does not doze for this long, so that a
+/// workload that keeps tripping the workers' test costs no more looks
+/// than without the watch.
+const ATTENTIVE: Duration = Duration::from_millis(20);
+
 /// What a standby thread is asked to do next.
 enum Assignment {
     /// Run worker `index`, owning its word from the even value `word`.
@@ -256,8 +286,13 @@ pub(crate) struct HandOff {
     extra: AtomicUsize,
     /// The monitor thread.
     monitor: Mutex<Option<JoinHandle<()>>>,
-    /// Wakes the monitor early (shutdown).
+    /// Wakes the monitor early (shutdown, or a worker that saw a stall
+    /// while the monitor dozed).
     sleep: (Mutex<bool>, Condvar),
+    /// The monitor dozes (module docs, "Workers watch each other"): set by
+    /// the monitor before it sleeps for [`DOZE_PERIOD`], cleared by the
+    /// worker that wakes it (or by the monitor when it wakes).
+    dozing: AtomicBool,
     /// Source of `Tcb::handed_off` marks.
     marks: AtomicU32,
 }
@@ -273,6 +308,7 @@ impl HandOff {
             extra: AtomicUsize::new(0),
             monitor: Mutex::new(None),
             sleep: (Mutex::new(false), Condvar::new()),
+            dozing: AtomicBool::new(false),
             marks: AtomicU32::new(0),
         }
     }
@@ -410,17 +446,32 @@ fn monitor_main(sh: &Arc<Shared>) {
     let period = Duration::from_nanos((ho.threshold / 2).max(100_000));
     let mut seen: Vec<Seen> = (0..sh.workers.len()).map(|_| Seen::new(0)).collect();
     let mut wait = period;
+    // Whether the last sleep was a doze, and until when not to doze again
+    // after a worker woke the monitor or a look found a suspect.
+    let mut doze = false;
+    let mut attentive_until = 0u64;
     loop {
-        {
+        let woken = {
             let mut stop = ho.sleep.0.lock();
-            if !*stop {
-                ho.sleep.1.wait_for(&mut stop, wait);
-            }
+            // A worker may have ended the doze between the look and here;
+            // it notifies under this lock, so checking here loses nothing.
+            let asked = doze && !ho.dozing.load(Ordering::Acquire);
+            let woken = if *stop || asked {
+                asked
+            } else {
+                let r = ho.sleep.1.wait_for(&mut stop, wait);
+                doze && !r.timed_out()
+            };
+            ho.dozing.store(false, Ordering::Relaxed);
             if *stop || sh.is_shutdown() {
                 return;
             }
-        }
+            woken
+        };
         let now = clock::now();
+        if woken {
+            attentive_until = now + ATTENTIVE.as_nanos() as u64;
+        }
         let mut waiting = false;
         let mut suspect = false;
         for (i, w) in sh.workers.iter().enumerate() {
@@ -462,16 +513,73 @@ fn monitor_main(sh: &Arc<Shared>) {
                 *s = Seen::new(u64::MAX);
             }
         }
-        // Look closely while a worker has stayed in one stretch since the
-        // last look; every two thresholds while work waits but every
-        // worker moves on; back off while nothing waits anywhere.
+        if suspect {
+            attentive_until = now + ATTENTIVE.as_nanos() as u64;
+        }
+        // Doze while at least two workers watch, unless a stall was seen
+        // lately; else look closely while a worker has stayed in one
+        // stretch since the last look, every two thresholds while work
+        // waits but every worker moves on, and back off while nothing
+        // waits anywhere.
+        let window = watch_window(sh);
+        let watchers = sh
+            .workers
+            .iter()
+            .filter(|w| now.saturating_sub(w.watched_at.load(Ordering::Relaxed)) <= window)
+            .count();
+        doze = watchers >= 2 && now >= attentive_until;
         wait = if suspect {
             period
+        } else if doze {
+            DOZE_PERIOD
         } else if waiting {
             period * 4
         } else {
             (wait * 2).min(MAX_PERIOD.max(period * 4))
         };
+        if doze {
+            ho.dozing.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// How recently a worker must have watched to count as a watcher.
+fn watch_window(sh: &Shared) -> u64 {
+    (sh.config.tick * WATCH_TICKS)
+        .as_nanos()
+        .min(u64::MAX as u128) as u64
+}
+
+/// Called by the owner of worker `w` at its tick (`now`): records that it
+/// watches and, while the monitor dozes, wakes it if another worker looks
+/// stalled — inside a green thread, no preemption point's slow path for
+/// half the threshold, work waiting — or if no other worker watches
+/// (module docs, "Workers watch each other"). A few relaxed loads per
+/// worker; a futex wake only to end a doze.
+pub(crate) fn watch_peers(sh: &Shared, w: &Worker, now: u64) {
+    let Some(ho) = sh.handoff.as_ref() else {
+        return;
+    };
+    if sh.workers.len() < 2 {
+        return;
+    }
+    w.watched_at.store(now, Ordering::Relaxed);
+    if !ho.dozing.load(Ordering::Relaxed) {
+        return;
+    }
+    let window = watch_window(sh);
+    let mut watched = false;
+    let mut stalled = false;
+    for x in sh.workers.iter().filter(|x| x.index != w.index) {
+        watched |= now.saturating_sub(x.watched_at.load(Ordering::Relaxed)) <= window;
+        // `next_poll` moves on at every switch and preemption point's slow
+        // path (at most every busy-poll interval, see `run::busy_poll`).
+        let quiet = now.saturating_sub(x.deadlines.next_poll.load(Ordering::Relaxed));
+        stalled |= x.own.load() & 1 == 1 && quiet >= ho.threshold / 2 && work_waits(x, now);
+    }
+    if (stalled || !watched) && ho.dozing.swap(false, Ordering::AcqRel) {
+        let _g = ho.sleep.0.lock();
+        ho.sleep.1.notify_all();
     }
 }
 

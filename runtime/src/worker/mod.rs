@@ -117,6 +117,10 @@ pub(crate) struct Worker {
     pub(crate) takeover_slice: parking_lot::Mutex<handoff::TakeoverSlice>,
     /// When this worker last kicked a parked worker to balance (ns; owner only).
     pub(crate) last_balance_kick: AtomicU64,
+    /// When this worker's owner last watched the other workers for a stall
+    /// at its tick (ns; `handoff`, "Detection"): written by the owner, read
+    /// by the other workers and the monitor.
+    pub(crate) watched_at: AtomicU64,
     /// Counters written only by this worker's OS thread.
     pub(crate) stats: CachePadded<Counters>,
     /// Warm stacks for spawns from this worker's green threads. Used only
@@ -263,6 +267,7 @@ impl Worker {
             stolen_in: AtomicU64::new(u64::MAX),
             stolen_ns: AtomicU64::new(0),
             last_balance_kick: AtomicU64::new(0),
+            watched_at: AtomicU64::new(0),
             stats: CachePadded::new(Counters::new()),
             stacks: ShortLock::new(stacks),
         }

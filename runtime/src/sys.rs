@@ -248,3 +248,107 @@ mod tests {
         .unwrap();
     }
 }
+
+/// A kernel timer (`timerfd`, `CLOCK_MONOTONIC`) and a wake-up event
+/// (`eventfd`) that one thread waits on together: the hand-off monitor's
+/// dead-man switch (`worker::handoff`, "Workers watch each other"). Busy
+/// workers keep pushing the timer back; the waiter wakes when they stop,
+/// or when one of them calls [`DeadMan::wake`].
+pub(crate) struct DeadMan {
+    timer: std::os::fd::OwnedFd,
+    event: std::os::fd::OwnedFd,
+}
+
+impl DeadMan {
+    /// A disarmed timer and an empty event.
+    pub(crate) fn new() -> std::io::Result<Self> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain syscalls with constant flags; each returned fd is
+        // owned by exactly one `OwnedFd` from here on.
+        unsafe {
+            let t = libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            );
+            if t < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let timer = std::os::fd::OwnedFd::from_raw_fd(t);
+            let e = libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC);
+            if e < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(DeadMan {
+                timer,
+                event: std::os::fd::OwnedFd::from_raw_fd(e),
+            })
+        }
+    }
+
+    /// (Re)arms the timer to fire once, `after` from now.
+    pub(crate) fn arm(&self, after: std::time::Duration) {
+        use std::os::fd::AsRawFd;
+        let after = after.max(std::time::Duration::from_nanos(1));
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: after.as_secs().min(i64::MAX as u64) as libc::time_t,
+                tv_nsec: after.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: a valid timerfd and a valid, initialised itimerspec; the
+        // old value is not asked for (null).
+        unsafe {
+            libc::timerfd_settime(self.timer.as_raw_fd(), 0, &spec, std::ptr::null_mut());
+        }
+    }
+
+    /// Ends a [`DeadMan::wait`] now, or the next one if none is in progress.
+    pub(crate) fn wake(&self) {
+        use std::os::fd::AsRawFd;
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to a valid eventfd (a full
+        // counter would fail with EAGAIN: still readable, so still a wake).
+        unsafe {
+            libc::write(
+                self.event.as_raw_fd(),
+                &one as *const u64 as *const libc::c_void,
+                8,
+            );
+        }
+    }
+
+    /// Waits until the timer fires, [`DeadMan::wake`] is called, or `limit`
+    /// passes, then clears both. Returns whether `wake` ended it.
+    pub(crate) fn wait(&self, limit: std::time::Duration) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut fds = [
+            libc::pollfd {
+                fd: self.timer.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.event.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ms = limit.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: `fds` is a live array of two initialised pollfds.
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        let mut buf = 0u64;
+        let woken = fds[1].revents & libc::POLLIN != 0;
+        for fd in [&self.timer, &self.event] {
+            // SAFETY: reads at most 8 bytes into a live u64 from a valid,
+            // non-blocking fd (EAGAIN when there is nothing to clear).
+            unsafe {
+                libc::read(fd.as_raw_fd(), &mut buf as *mut u64 as *mut libc::c_void, 8);
+            }
+        }
+        woken
+    }
+}

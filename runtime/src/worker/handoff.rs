@@ -41,17 +41,24 @@
 //!   tick (a thread that wakes, runs a few microseconds and sleeps again
 //!   stays on the kernel's run queue as a delayed entity, and a wakee
 //!   that is not the kernel's EEVDF pick at once does not preempt). At
-//!   250 looks a second on a busy runtime, that was most of the tail of
+//!   250 looks a second, that was most of the tail of
 //!   `examples/latency_service`. So busy workers do the watching
-//!   themselves: at its tick each worker records that it watches
-//!   (`Worker::watched_at`) and checks the others for a stall (inside a
-//!   green thread, no preemption point's slow path for a few busy-poll
-//!   intervals, work waiting: [`watch_peers`]). While at least two workers
-//!   watch — every worker then has a watcher other than itself — the
-//!   monitor *dozes* ([`DOZE_PERIOD`]), and a worker that sees a stalled
-//!   peer, or no other watcher, wakes it; it then looks as above. A stall
-//!   is found within about a tick plus three thresholds then. With one
-//!   worker, or fewer than two busy ones, nothing changes.
+//!   themselves ([`watch_peers`]): at its tick each worker records that it
+//!   watches (`Worker::watched_at`) and checks the next [`WATCHED_PEERS`]
+//!   workers by index for a stall — inside a green thread, no preemption
+//!   point's slow path for the threshold, work waiting. While every worker
+//!   has a watcher that watched within three ticks, the monitor *dozes*:
+//!   it sleeps on a dead-man switch (`sys::DeadMan`, a timerfd the
+//!   watching workers push back by two thresholds about once a threshold
+//!   between them, and an eventfd). The doze ends when a worker sees a
+//!   stalled peer or finds that none of its own watchers watches any
+//!   more, when a worker goes idle ([`stop_watching`]), or when the timer
+//!   fires because no worker watched for two thresholds (all stalled at
+//!   once); the monitor then looks as above and does not doze again for
+//!   [`ATTENTIVE`]. A stall is found within about a tick plus three
+//!   thresholds, as before; a busy two-worker runtime wakes the monitor
+//!   about 15 times a second instead of 250. With one worker nobody can
+//!   watch, and nothing changes.
 //! * **Takeover.** Under the worker's run-queue lock the monitor claims the
 //!   ownership word (`Ownership::take`), dequeues the stuck green thread as
 //!   a migration does (its lag and remaining request are kept) and marks
@@ -159,7 +166,7 @@ use crate::task::state::{BLOCKED, DEAD, RUNNING};
 use crate::task::TaskRef;
 use crate::time::clock;
 use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -220,18 +227,28 @@ fn end_takeover_slice(w: &Worker, taken: u64) {
 /// The monitor's longest period while no work waits anywhere.
 const MAX_PERIOD: Duration = Duration::from_millis(10);
 
-/// How long the monitor sleeps while the workers watch each other (module
-/// docs, "Workers watch each other") unless a worker wakes it: a bound
-/// for the case where the watchers stop without noticing.
-const DOZE_PERIOD: Duration = Duration::from_millis(100);
+/// How long a doze lasts without a dead-man switch (module docs, "Workers
+/// watch each other"; never shorter than the period while work waits). It
+/// bounds how long a stall goes unseen when every watcher of a worker
+/// stalls at once (they can no longer report anything).
+const DOZE_PERIOD: Duration = Duration::from_millis(20);
+
+/// The longest doze with a dead-man switch (a safety net: the switch
+/// itself ends a doze two thresholds after the workers stop watching).
+const DOZE_LIMIT: Duration = Duration::from_secs(1);
 
 /// A worker watches if it did so within this many ticks.
 const WATCH_TICKS: u32 = 3;
 
+/// How many other workers each worker watches: the next ones by index
+/// (so each worker has this many watchers, the previous ones), which keeps
+/// a tick's watch O(1) however many workers there are.
+const WATCHED_PEERS: usize = 2;
+
 /// After a worker woke the monitor or a look found a worker in the same
-/// stretch twice, the monitor does not doze for this long, so that a
-/// workload that keeps tripping the workers' test costs no more looks
-/// than without the watch.
+/// stretch twice, the monitor does not doze for this long, so a workload
+/// that keeps tripping the workers' test wakes it about as often as
+/// without the watch, not more.
 const ATTENTIVE: Duration = Duration::from_millis(20);
 
 /// What a standby thread is asked to do next.
@@ -290,9 +307,16 @@ pub(crate) struct HandOff {
     /// while the monitor dozed).
     sleep: (Mutex<bool>, Condvar),
     /// The monitor dozes (module docs, "Workers watch each other"): set by
-    /// the monitor before it sleeps for [`DOZE_PERIOD`], cleared by the
-    /// worker that wakes it (or by the monitor when it wakes).
+    /// the monitor before it sleeps for a doze, cleared by the worker that
+    /// wakes it (or by the monitor when it wakes).
     dozing: AtomicBool,
+    /// The dead-man switch of a doze (`None` if the kernel refused a
+    /// timerfd or eventfd: dozes then last [`DOZE_PERIOD`]).
+    deadman: Option<crate::sys::DeadMan>,
+    /// Until when (runtime clock, ns) the dead-man timer is armed, so that
+    /// the watching workers re-arm it about once per half period between
+    /// them, not at every tick.
+    armed_until: AtomicU64,
     /// Source of `Tcb::handed_off` marks.
     marks: AtomicU32,
 }
@@ -309,8 +333,22 @@ impl HandOff {
             monitor: Mutex::new(None),
             sleep: (Mutex::new(false), Condvar::new()),
             dozing: AtomicBool::new(false),
+            deadman: crate::sys::DeadMan::new().ok(),
+            armed_until: AtomicU64::new(0),
             marks: AtomicU32::new(0),
         }
+    }
+
+    /// The monitor's shortest period between looks (ns): half the
+    /// threshold, at least 0.1 ms.
+    fn period(&self) -> u64 {
+        (self.threshold / 2).max(100_000)
+    }
+
+    /// How long a doze lasts after the last worker's watch (ns): the
+    /// monitor's period while work waits (two thresholds).
+    fn deadman_after(&self) -> u64 {
+        self.period() * 4
     }
 
     /// Records the workers' CPUs (empty: not pinned), at start.
@@ -383,6 +421,9 @@ pub(crate) fn shutdown(sh: &Shared) {
         *stop = true;
         ho.sleep.1.notify_all();
     }
+    if let Some(dm) = &ho.deadman {
+        dm.wake();
+    }
     if let Some(h) = ho.monitor.lock().take() {
         let _ = h.join();
     }
@@ -443,7 +484,7 @@ pub(crate) fn standby(sh: &Shared) -> Option<(usize, u64)> {
 /// The monitor: finds stuck workers and hands them off.
 fn monitor_main(sh: &Arc<Shared>) {
     let ho = sh.handoff.as_ref().expect("started only with hand-off");
-    let period = Duration::from_nanos((ho.threshold / 2).max(100_000));
+    let period = Duration::from_nanos(ho.period());
     let mut seen: Vec<Seen> = (0..sh.workers.len()).map(|_| Seen::new(0)).collect();
     let mut wait = period;
     // Whether the last sleep was a doze, and until when not to doze again
@@ -451,22 +492,38 @@ fn monitor_main(sh: &Arc<Shared>) {
     let mut doze = false;
     let mut attentive_until = 0u64;
     loop {
-        let woken = {
-            let mut stop = ho.sleep.0.lock();
-            // A worker may have ended the doze between the look and here;
-            // it notifies under this lock, so checking here loses nothing.
-            let asked = doze && !ho.dozing.load(Ordering::Acquire);
-            let woken = if *stop || asked {
+        let woken = match (&ho.deadman, doze) {
+            (Some(dm), true) => {
+                // Until the watching workers stop pushing the timer back, or
+                // one of them ends the doze (`end_doze`); a worker that ended
+                // it before this wait left the event set, so nothing is lost.
+                if ho.dozing.load(Ordering::Acquire) {
+                    dm.wait(DOZE_LIMIT);
+                }
+                let asked = !ho.dozing.swap(false, Ordering::AcqRel);
+                if *ho.sleep.0.lock() || sh.is_shutdown() {
+                    return;
+                }
                 asked
-            } else {
-                let r = ho.sleep.1.wait_for(&mut stop, wait);
-                doze && !r.timed_out()
-            };
-            ho.dozing.store(false, Ordering::Relaxed);
-            if *stop || sh.is_shutdown() {
-                return;
             }
-            woken
+            _ => {
+                let mut stop = ho.sleep.0.lock();
+                // A worker may have ended the doze between the look and
+                // here; it notifies under this lock, so checking here loses
+                // nothing.
+                let asked = doze && !ho.dozing.load(Ordering::Acquire);
+                let woken = if *stop || asked {
+                    asked
+                } else {
+                    let r = ho.sleep.1.wait_for(&mut stop, wait);
+                    doze && !r.timed_out()
+                };
+                ho.dozing.store(false, Ordering::Relaxed);
+                if *stop || sh.is_shutdown() {
+                    return;
+                }
+                woken
+            }
         };
         let now = clock::now();
         if woken {
@@ -516,28 +573,27 @@ fn monitor_main(sh: &Arc<Shared>) {
         if suspect {
             attentive_until = now + ATTENTIVE.as_nanos() as u64;
         }
-        // Doze while at least two workers watch, unless a stall was seen
+        // Doze while every worker has a watcher, unless a stall was seen
         // lately; else look closely while a worker has stayed in one
         // stretch since the last look, every two thresholds while work
         // waits but every worker moves on, and back off while nothing
         // waits anywhere.
-        let window = watch_window(sh);
-        let watchers = sh
-            .workers
-            .iter()
-            .filter(|w| now.saturating_sub(w.watched_at.load(Ordering::Relaxed)) <= window)
-            .count();
-        doze = watchers >= 2 && now >= attentive_until;
+        doze = now >= attentive_until && all_watched(sh, now);
         wait = if suspect {
             period
         } else if doze {
-            DOZE_PERIOD
+            DOZE_PERIOD.max(period * 4)
         } else if waiting {
             period * 4
         } else {
             (wait * 2).min(MAX_PERIOD.max(period * 4))
         };
         if doze {
+            if let Some(dm) = &ho.deadman {
+                ho.armed_until
+                    .store(now + ho.deadman_after(), Ordering::Relaxed);
+                dm.arm(Duration::from_nanos(ho.deadman_after()));
+            }
             ho.dozing.store(true, Ordering::Release);
         }
     }
@@ -550,36 +606,100 @@ fn watch_window(sh: &Shared) -> u64 {
         .min(u64::MAX as u128) as u64
 }
 
+/// Whether worker `w` watched within the window before `now`.
+fn watching(w: &Worker, now: u64, window: u64) -> bool {
+    now.saturating_sub(w.watched_at.load(Ordering::Relaxed)) <= window
+}
+
+/// The workers that watch worker `i` (the previous [`WATCHED_PEERS`] by
+/// index, itself excluded), or that `i` watches (`ahead`: the next ones).
+fn peers(n: usize, i: usize, ahead: bool) -> impl Iterator<Item = usize> {
+    (1..=WATCHED_PEERS.min(n.saturating_sub(1))).map(move |k| {
+        if ahead {
+            (i + k) % n
+        } else {
+            (i + n - k) % n
+        }
+    })
+}
+
+/// Whether every worker has a watcher that watched lately (the monitor
+/// may doze). Never with one worker.
+fn all_watched(sh: &Shared, now: u64) -> bool {
+    let n = sh.workers.len();
+    let window = watch_window(sh);
+    n >= 2 && (0..n).all(|i| peers(n, i, false).any(|j| watching(&sh.workers[j], now, window)))
+}
+
+/// Ends the monitor's doze, if it dozes.
+fn end_doze(ho: &HandOff) {
+    if ho.dozing.load(Ordering::Relaxed) && ho.dozing.swap(false, Ordering::AcqRel) {
+        match &ho.deadman {
+            Some(dm) => dm.wake(),
+            None => {
+                let _g = ho.sleep.0.lock();
+                ho.sleep.1.notify_all();
+            }
+        }
+    }
+}
+
 /// Called by the owner of worker `w` at its tick (`now`): records that it
-/// watches and, while the monitor dozes, wakes it if another worker looks
-/// stalled — inside a green thread, no preemption point's slow path for
-/// half the threshold, work waiting — or if no other worker watches
-/// (module docs, "Workers watch each other"). A few relaxed loads per
-/// worker; a futex wake only to end a doze.
+/// watches and, while the monitor dozes, wakes it if a worker it watches
+/// looks stalled — inside a green thread, no preemption point's slow path
+/// for the threshold, work waiting — or if none of its own watchers
+/// watches any more (module docs, "Workers watch each other"). A few
+/// relaxed loads of at most [`WATCHED_PEERS`] other workers; a futex wake
+/// only to end a doze.
 pub(crate) fn watch_peers(sh: &Shared, w: &Worker, now: u64) {
     let Some(ho) = sh.handoff.as_ref() else {
         return;
     };
-    if sh.workers.len() < 2 {
+    let n = sh.workers.len();
+    if n < 2 {
         return;
     }
     w.watched_at.store(now, Ordering::Relaxed);
     if !ho.dozing.load(Ordering::Relaxed) {
         return;
     }
-    let window = watch_window(sh);
-    let mut watched = false;
-    let mut stalled = false;
-    for x in sh.workers.iter().filter(|x| x.index != w.index) {
-        watched |= now.saturating_sub(x.watched_at.load(Ordering::Relaxed)) <= window;
+    // Push the dead-man timer back: one worker about every half period.
+    if let Some(dm) = &ho.deadman {
+        let after = ho.deadman_after();
+        let until = ho.armed_until.load(Ordering::Relaxed);
+        if now.saturating_add(after / 2) > until
+            && ho
+                .armed_until
+                .compare_exchange(until, now + after, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            dm.arm(Duration::from_nanos(after));
+        }
+    }
+    let stalled = peers(n, w.index, true).any(|j| {
+        let x = &sh.workers[j];
         // `next_poll` moves on at every switch and preemption point's slow
         // path (at most every busy-poll interval, see `run::busy_poll`).
         let quiet = now.saturating_sub(x.deadlines.next_poll.load(Ordering::Relaxed));
-        stalled |= x.own.load() & 1 == 1 && quiet >= ho.threshold / 2 && work_waits(x, now);
+        x.own.load() & 1 == 1 && quiet >= ho.threshold && work_waits(x, now)
+    });
+    let window = watch_window(sh);
+    let unwatched = !peers(n, w.index, false).any(|j| watching(&sh.workers[j], now, window));
+    if stalled || unwatched {
+        end_doze(ho);
     }
-    if (stalled || !watched) && ho.dozing.swap(false, Ordering::AcqRel) {
-        let _g = ho.sleep.0.lock();
-        ho.sleep.1.notify_all();
+}
+
+/// Called by the owner of worker `w` when it goes idle: it stops watching
+/// (an idle worker reaches no tick), and the monitor, if it dozes, looks
+/// again, since the workers `w` watched may have no other watcher now.
+pub(crate) fn stop_watching(sh: &Shared, w: &Worker) {
+    let Some(ho) = sh.handoff.as_ref() else {
+        return;
+    };
+    if w.watched_at.load(Ordering::Relaxed) != 0 {
+        w.watched_at.store(0, Ordering::Relaxed);
+        end_doze(ho);
     }
 }
 

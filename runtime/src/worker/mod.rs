@@ -118,7 +118,8 @@ pub(crate) struct Worker {
     /// When this worker last kicked a parked worker to balance (ns; owner only).
     pub(crate) last_balance_kick: AtomicU64,
     /// When this worker's owner last watched the other workers for a stall
-    /// at its tick (ns; `handoff`, "Detection"): written by the owner, read
+    /// at its tick (ns; `handoff`, "Workers watch each other"; 0 while
+    /// idle): written by the owner, read
     /// by the other workers and the monitor.
     pub(crate) watched_at: AtomicU64,
     /// Counters written only by this worker's OS thread.

@@ -409,6 +409,7 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
         return;
     }
     w.idle().start_polling();
+    crate::worker::handoff::stop_watching(sh, w);
     // The idle bitmap (for placement) is only updated once an idle period
     // outlasts a first poll round (~1 µs): two atomic read-modify-writes on
     // a line every worker shares are not paid for a blip of idleness, and a

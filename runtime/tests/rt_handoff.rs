@@ -464,15 +464,16 @@ fn run_delay_of(prefix: &str) -> u64 {
     sum
 }
 
-/// Two busy green threads pinned to each worker, reaching preemption points
+/// Two busy green threads pinned to each worker of `rt`, reaching preemption points
 /// every 50 µs until `stop`: work always waits on both workers, and
 /// neither stalls. Returns their handles.
 fn keep_busy(rt: &Runtime, stop: &Arc<AtomicBool>) -> Vec<eevdf_rt::JoinHandle<()>> {
-    (0..4)
+    let workers = rt.workers();
+    (0..2 * workers)
         .map(|i| {
             let stop = stop.clone();
             eevdf_rt::task::Builder::new()
-                .pin(i % 2)
+                .pin(i % workers)
                 .spawn_on(rt, move || {
                     while !stop.load(Ordering::Relaxed) {
                         spin_for(Duration::from_micros(50));
@@ -484,57 +485,81 @@ fn keep_busy(rt: &Runtime, stop: &Arc<AtomicBool>) -> Vec<eevdf_rt::JoinHandle<(
         .collect()
 }
 
+/// How many times the monitor slept in 500 ms beside `workers` healthy
+/// busy workers, or `None` if the host kept the worker threads from their
+/// CPUs for over 2.5% of the time (then a worker the host stops stands
+/// still with work waiting, which is what the watch reports, and the
+/// monitor looks closely and measures the steal time: nothing to
+/// conclude). (No check that nothing was handed off: a host that pauses a
+/// vCPU for a few milliseconds makes a healthy worker look stuck, its
+/// thread's CPU clock running on, and schedstat does not show such a
+/// pause.)
+fn monitor_sleeps_beside_busy_workers(name: &str, workers: usize) -> Option<u64> {
+    let rt = Builder::new()
+        .workers(workers)
+        .thread_name(name)
+        .build()
+        .unwrap();
+    let monitor = format!("{name}-monitor");
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = keep_busy(&rt, &stop);
+    std::thread::sleep(Duration::from_millis(100));
+    let before = sleeps_of(&monitor).expect("the monitor thread");
+    let delay0 = run_delay_of(&format!("{name}-w"));
+    std::thread::sleep(Duration::from_millis(500));
+    let after = sleeps_of(&monitor).expect("the monitor thread");
+    let waited = Duration::from_nanos(run_delay_of(&format!("{name}-w")) - delay0);
+    stop.store(true, Ordering::Relaxed);
+    for b in busy {
+        b.join().unwrap();
+    }
+    if waited > Duration::from_millis(25) {
+        eprintln!("worker threads waited {waited:?} for a CPU: doze count not checked");
+        return None;
+    }
+    Some(after - before)
+}
+
 /// While busy workers watch each other, the monitor thread dozes instead
 /// of looking every few milliseconds: its wakeups land on the workers'
 /// CPUs and delay other threads' wakeups there.
 #[test]
 fn the_monitor_dozes_while_busy_workers_watch_each_other() {
     let _s = serial();
-    let rt = Builder::new()
-        .workers(2)
-        .thread_name("dozing")
-        .build()
-        .unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let busy = keep_busy(&rt, &stop);
-    std::thread::sleep(Duration::from_millis(100));
-    let before = sleeps_of("dozing-monitor").expect("the monitor thread");
-    let delay0 = run_delay_of("dozing-w");
-    std::thread::sleep(Duration::from_millis(500));
-    let after = sleeps_of("dozing-monitor").expect("the monitor thread");
-    let waited = Duration::from_nanos(run_delay_of("dozing-w") - delay0);
-    stop.store(true, Ordering::Relaxed);
-    for b in busy {
-        b.join().unwrap();
-    }
-    // (No check that nothing was handed off: a host that pauses a vCPU for
-    // a few milliseconds makes a healthy worker look stuck, its thread's
-    // CPU clock running on, and schedstat does not show such a pause.)
-    if waited > Duration::from_millis(25) {
-        // The host kept the worker threads from their CPUs for over 2.5% of
-        // the time: a worker the host stops stands still with work
-        // waiting, which is what the watch reports (and the monitor then
-        // looks closely and measures the steal time). Nothing to conclude.
-        eprintln!("worker threads waited {waited:?} for a CPU: doze count not checked");
-        return;
-    }
     // Without the watch it looks every two thresholds while work waits:
     // about 125 times in 500 ms. Dozing, under 10 (a few more when a host
     // stall of a worker thread makes the other one wake it).
-    assert!(
-        after - before < 50,
-        "the monitor woke {} times in 500 ms of healthy busy workers \
-         (their threads waited {waited:?} for a CPU)",
-        after - before
-    );
+    if let Some(n) = monitor_sleeps_beside_busy_workers("dozing", 2) {
+        assert!(
+            n < 50,
+            "the monitor woke {n} times in 500 ms beside two healthy busy workers"
+        );
+    }
 }
 
-/// Blocks the worker(s) `block` three times for 150 ms each, on a
-/// two-worker runtime whose workers are kept busy, after giving the
+/// A lone busy worker has no watcher, but its own ticks push the dead-man
+/// switch back: the monitor dozes beside it too.
+#[test]
+fn the_monitor_dozes_beside_a_lone_busy_worker() {
+    let _s = serial();
+    if let Some(n) = monitor_sleeps_beside_busy_workers("dozeone", 1) {
+        assert!(
+            n < 50,
+            "the monitor woke {n} times in 500 ms beside a healthy busy worker"
+        );
+    }
+}
+
+/// Blocks the worker(s) `block` three times for 150 ms each, on a runtime
+/// of `workers` workers kept busy, after giving the
 /// monitor time to start dozing; returns, per round, the longest time a
 /// green thread pinned to a blocked worker stood still.
-fn stall_gaps(name: &str, block: &[usize]) -> (Vec<Duration>, u64) {
-    let rt = Builder::new().workers(2).thread_name(name).build().unwrap();
+fn stall_gaps(name: &str, workers: usize, block: &[usize]) -> (Vec<Duration>, u64) {
+    let rt = Builder::new()
+        .workers(workers)
+        .thread_name(name)
+        .build()
+        .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let busy = keep_busy(&rt, &stop);
     // Each blocked worker's progress: when a green thread pinned there
@@ -604,7 +629,7 @@ fn stall_gaps(name: &str, block: &[usize]) -> (Vec<Duration>, u64) {
 #[test]
 fn a_stall_is_found_while_the_monitor_dozes() {
     let _s = serial();
-    let (gaps, handoffs) = stall_gaps("dozestall", &[0]);
+    let (gaps, handoffs) = stall_gaps("dozestall", 2, &[0]);
     // Found by the other worker: a tick and about three 2 ms thresholds.
     // Missed by the watch, it would wait while worker 1 keeps the doze
     // going, until the blocking call returns (150 ms).
@@ -621,7 +646,7 @@ fn a_stall_is_found_while_the_monitor_dozes() {
 #[test]
 fn every_watcher_stalling_at_once_is_found_within_a_doze() {
     let _s = serial();
-    let (gaps, handoffs) = stall_gaps("dozeboth", &[0, 1]);
+    let (gaps, handoffs) = stall_gaps("dozeboth", 2, &[0, 1]);
     // Two thresholds, then a look as usual: about 10 ms. A doze that only
     // a worker could end would last until the calls return (150 ms); a
     // fixed 100 ms doze failed this bound too.
@@ -630,4 +655,18 @@ fn every_watcher_stalling_at_once_is_found_within_a_doze() {
         "a worker stood still for {gaps:?} behind blocking calls on both workers"
     );
     assert!(handoffs >= 6);
+}
+
+/// A lone busy worker stuck in a blocking call while the monitor dozes
+/// beside it: the dead-man switch its ticks kept pushing back fires, and
+/// the monitor hands the worker off.
+#[test]
+fn a_lone_worker_stall_is_found_while_the_monitor_dozes() {
+    let _s = serial();
+    let (gaps, handoffs) = stall_gaps("dozelone", 1, &[0]);
+    assert!(
+        gaps.iter().all(|g| *g < Duration::from_millis(60)),
+        "the worker stood still for {gaps:?} behind a blocking call"
+    );
+    assert!(handoffs >= 3);
 }

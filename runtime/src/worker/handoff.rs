@@ -57,8 +57,9 @@
 //!   once); the monitor then looks as above and does not doze again for
 //!   [`ATTENTIVE`]. A stall is found within about a tick plus three
 //!   thresholds, as before; a busy two-worker runtime wakes the monitor
-//!   about 15 times a second instead of 250. With one worker nobody can
-//!   watch, and nothing changes.
+//!   about 15 times a second instead of 250. A lone worker has no
+//!   watcher, but its own watch pushes the dead-man switch back, so the
+//!   monitor dozes beside it too and looks when the switch fires.
 //! * **Takeover.** Under the worker's run-queue lock the monitor claims the
 //!   ownership word (`Ownership::take`), dequeues the stuck green thread as
 //!   a migration does (its lag and remaining request are kept) and marks
@@ -628,7 +629,13 @@ fn peers(n: usize, i: usize, ahead: bool) -> impl Iterator<Item = usize> {
 fn all_watched(sh: &Shared, now: u64) -> bool {
     let n = sh.workers.len();
     let window = watch_window(sh);
-    n >= 2 && (0..n).all(|i| peers(n, i, false).any(|j| watching(&sh.workers[j], now, window)))
+    if n == 1 {
+        // Nobody watches a lone worker, but its own watch pushes the
+        // dead-man switch back: when it stalls, the switch fires.
+        return sh.handoff.as_ref().is_some_and(|ho| ho.deadman.is_some())
+            && watching(&sh.workers[0], now, window);
+    }
+    (0..n).all(|i| peers(n, i, false).any(|j| watching(&sh.workers[j], now, window)))
 }
 
 /// Ends the monitor's doze, if it dozes.
@@ -656,9 +663,6 @@ pub(crate) fn watch_peers(sh: &Shared, w: &Worker, now: u64) {
         return;
     };
     let n = sh.workers.len();
-    if n < 2 {
-        return;
-    }
     w.watched_at.store(now, Ordering::Relaxed);
     if !ho.dozing.load(Ordering::Relaxed) {
         return;
@@ -684,7 +688,8 @@ pub(crate) fn watch_peers(sh: &Shared, w: &Worker, now: u64) {
         x.own.load() & 1 == 1 && quiet >= ho.threshold && work_waits(x, now)
     });
     let window = watch_window(sh);
-    let unwatched = !peers(n, w.index, false).any(|j| watching(&sh.workers[j], now, window));
+    let unwatched =
+        n >= 2 && !peers(n, w.index, false).any(|j| watching(&sh.workers[j], now, window));
     if stalled || unwatched {
         end_doze(ho);
     }

@@ -228,12 +228,6 @@ fn end_takeover_slice(w: &Worker, taken: u64) {
 /// The monitor's longest period while no work waits anywhere.
 const MAX_PERIOD: Duration = Duration::from_millis(10);
 
-/// How long a doze lasts without a dead-man switch (module docs, "Workers
-/// watch each other"; never shorter than the period while work waits). It
-/// bounds how long a stall goes unseen when every watcher of a worker
-/// stalls at once (they can no longer report anything).
-const DOZE_PERIOD: Duration = Duration::from_millis(20);
-
 /// The longest doze with a dead-man switch (a safety net: the switch
 /// itself ends a doze two thresholds after the workers stop watching).
 const DOZE_LIMIT: Duration = Duration::from_secs(1);
@@ -304,15 +298,15 @@ pub(crate) struct HandOff {
     extra: AtomicUsize,
     /// The monitor thread.
     monitor: Mutex<Option<JoinHandle<()>>>,
-    /// Wakes the monitor early (shutdown, or a worker that saw a stall
-    /// while the monitor dozed).
+    /// Wakes the monitor early from a look's wait (shutdown; a doze is
+    /// ended through the dead-man switch instead).
     sleep: (Mutex<bool>, Condvar),
     /// The monitor dozes (module docs, "Workers watch each other"): set by
     /// the monitor before it sleeps for a doze, cleared by the worker that
     /// wakes it (or by the monitor when it wakes).
     dozing: AtomicBool,
     /// The dead-man switch of a doze (`None` if the kernel refused a
-    /// timerfd or eventfd: dozes then last [`DOZE_PERIOD`]).
+    /// timerfd or eventfd: the monitor then never dozes).
     deadman: Option<crate::sys::DeadMan>,
     /// Until when (runtime clock, ns) the dead-man timer is armed, so that
     /// the watching workers re-arm it about once per half period between
@@ -509,21 +503,13 @@ fn monitor_main(sh: &Arc<Shared>) {
             }
             _ => {
                 let mut stop = ho.sleep.0.lock();
-                // A worker may have ended the doze between the look and
-                // here; it notifies under this lock, so checking here loses
-                // nothing.
-                let asked = doze && !ho.dozing.load(Ordering::Acquire);
-                let woken = if *stop || asked {
-                    asked
-                } else {
-                    let r = ho.sleep.1.wait_for(&mut stop, wait);
-                    doze && !r.timed_out()
-                };
-                ho.dozing.store(false, Ordering::Relaxed);
+                if !*stop {
+                    ho.sleep.1.wait_for(&mut stop, wait);
+                }
                 if *stop || sh.is_shutdown() {
                     return;
                 }
-                woken
+                false
             }
         };
         let now = clock::now();
@@ -582,19 +568,16 @@ fn monitor_main(sh: &Arc<Shared>) {
         doze = now >= attentive_until && all_watched(sh, now);
         wait = if suspect {
             period
-        } else if doze {
-            DOZE_PERIOD.max(period * 4)
         } else if waiting {
             period * 4
         } else {
             (wait * 2).min(MAX_PERIOD.max(period * 4))
         };
-        if doze {
-            if let Some(dm) = &ho.deadman {
-                ho.armed_until
-                    .store(now + ho.deadman_after(), Ordering::Relaxed);
-                dm.arm(Duration::from_nanos(ho.deadman_after()));
-            }
+        // (`all_watched` holds only with a dead-man switch.)
+        if let (true, Some(dm)) = (doze, &ho.deadman) {
+            ho.armed_until
+                .store(now + ho.deadman_after(), Ordering::Relaxed);
+            dm.arm(Duration::from_nanos(ho.deadman_after()));
             ho.dozing.store(true, Ordering::Release);
         }
     }
@@ -629,11 +612,13 @@ fn peers(n: usize, i: usize, ahead: bool) -> impl Iterator<Item = usize> {
 fn all_watched(sh: &Shared, now: u64) -> bool {
     let n = sh.workers.len();
     let window = watch_window(sh);
+    if sh.handoff.as_ref().is_none_or(|ho| ho.deadman.is_none()) {
+        return false;
+    }
     if n == 1 {
         // Nobody watches a lone worker, but its own watch pushes the
         // dead-man switch back: when it stalls, the switch fires.
-        return sh.handoff.as_ref().is_some_and(|ho| ho.deadman.is_some())
-            && watching(&sh.workers[0], now, window);
+        return watching(&sh.workers[0], now, window);
     }
     (0..n).all(|i| peers(n, i, false).any(|j| watching(&sh.workers[j], now, window)))
 }
@@ -641,12 +626,8 @@ fn all_watched(sh: &Shared, now: u64) -> bool {
 /// Ends the monitor's doze, if it dozes.
 fn end_doze(ho: &HandOff) {
     if ho.dozing.load(Ordering::Relaxed) && ho.dozing.swap(false, Ordering::AcqRel) {
-        match &ho.deadman {
-            Some(dm) => dm.wake(),
-            None => {
-                let _g = ho.sleep.0.lock();
-                ho.sleep.1.notify_all();
-            }
+        if let Some(dm) = &ho.deadman {
+            dm.wake();
         }
     }
 }

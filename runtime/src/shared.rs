@@ -17,7 +17,7 @@ use crate::stats::Counters;
 use crate::task::registry::Registry;
 use crate::worker::mask::AtomicMask;
 use crate::worker::Worker;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -55,7 +55,6 @@ pub(crate) struct Shared {
     pub(crate) registry: Registry,
     pub(crate) shutdown: AtomicBool,
     pub(crate) external: Counters,
-    next_task_id: AtomicU64,
     /// Round-robin cursor for spawns from outside the runtime.
     pub(crate) spawn_cursor: AtomicUsize,
     /// The epoll reactor (I/O), created at the first registration.
@@ -88,7 +87,6 @@ impl Shared {
             features: AtomicU32::new(features.bits()),
             shutdown: AtomicBool::new(false),
             external: Counters::new(),
-            next_task_id: AtomicU64::new(1),
             spawn_cursor: AtomicUsize::new(0),
             reactor: OnceLock::new(),
             reactor_init: parking_lot::Mutex::new(()),
@@ -131,11 +129,6 @@ impl Shared {
     /// Replaces the live feature set (each worker's run queue is updated by the caller).
     pub(crate) fn store_features(&self, f: Features) {
         self.features.store(f.bits(), Ordering::Relaxed);
-    }
-
-    /// A fresh task id.
-    pub(crate) fn next_id(&self) -> u64 {
-        self.next_task_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Whether shutdown has begun.

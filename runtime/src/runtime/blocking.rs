@@ -10,7 +10,8 @@
 //! onto its runtime. Must not: run green threads, or be waited for by
 //! shutdown.
 //!
-//! A job's result goes through the same [`Packet`] as a green thread's,
+//! A job's result goes through the same join packet (`runtime::join`) as
+//! a green thread's (a packet of its own: a job has no task block),
 //! so joining it from a green thread parks only that green thread (the
 //! pool thread wakes it like any other OS-thread waker: through the
 //! wakelist of the green thread's worker).
@@ -24,7 +25,7 @@
 //! and still deliver their results to their joiners, and idle threads
 //! exit at once.
 
-use super::join::{JoinHandle, Packet, PacketGuard};
+use super::join::{JoinHandle, PacketGuard, PacketRef};
 use crate::error::Error;
 use crate::shared::Shared;
 use parking_lot::{Condvar, Mutex};
@@ -190,12 +191,13 @@ where
     if sh.is_shutdown() {
         return Err(io::Error::other(Error::Shutdown));
     }
-    let packet = Arc::new(Packet::new());
+    let packet = PacketRef::standalone();
     let guard = PacketGuard::new(packet.clone());
+    let handle = JoinHandle::new(packet, &guard);
     let job: Job = Box::new(move || {
         let r = catch_unwind(AssertUnwindSafe(f));
         guard.complete(r);
     });
     sh.blocking_pool().submit(job)?;
-    Ok(JoinHandle::new_blocking(packet))
+    Ok(handle)
 }

@@ -1,11 +1,17 @@
 //! Joining green threads: blocking (`join`) or as a future (`.await`).
 //!
-//! Owns: the result slot a green thread delivers into ([`Packet`]), the
+//! Owns: the place a green thread delivers its result to ([`Packet`]), the
 //! guard that delivers "cancelled" if the thread is unwound at shutdown, and
 //! [`JoinHandle`] with its `Future` implementation. Must not: schedule;
 //! a blocking join parks through `wake::waiter`, a future's waker decides
 //! itself what waking means.
+//!
+//! A green thread's packet lives inside its task control block (one
+//! allocation per spawn; the result is stored untyped, see
+//! `runtime::result_slot`); a `spawn_blocking` job, which has no task
+//! block, gets a packet of its own ([`PacketRef`]).
 
+use super::result_slot::ResultSlot;
 use crate::context::Switch;
 use crate::loom::{AtomicU8, Ordering, UnsafeCell};
 use crate::sync::platform::{self, Waiter};
@@ -13,6 +19,7 @@ use crate::task::state::{QUEUED, RUNNING};
 use crate::task::{Task, TaskRef};
 use crate::worker::tls;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -95,34 +102,38 @@ impl Joiner {
 ///   fence; the completer's wake reads the joiner's state after a `SeqCst`
 ///   fence that follows its swap (task::state rule 1). A task joiner's
 ///   waker is woken after the swap, so its next poll reads `DONE`.
-pub(crate) struct Packet<T> {
+///
+/// The result's type is not part of the packet's: the result is stored
+/// untyped ([`ResultSlot`]) and read back by the [`JoinHandle<T>`] made
+/// with the completer's [`PacketGuard<T>`] for the same `T`.
+pub(crate) struct Packet {
     state: AtomicU8,
-    result: UnsafeCell<Option<thread::Result<T>>>,
+    result: UnsafeCell<ResultSlot>,
     joiner: UnsafeCell<Option<Joiner>>,
 }
 
 // SAFETY: the cells are accessed by at most one thread at a time under the
-// protocol above; the result moves between threads, so `T: Send`, and the
-// joiner (a `Waiter` or a `Waker`, both `Send + Sync`) is woken or dropped
-// by either side.
-unsafe impl<T: Send> Sync for Packet<T> {}
+// protocol above; the result moves between threads (the slot accepts only
+// `Send` values), and the joiner (a `Waiter` or a `Waker`, both
+// `Send + Sync`) is woken or dropped by either side.
+unsafe impl Sync for Packet {}
 // SAFETY: as above.
-unsafe impl<T: Send> Send for Packet<T> {}
+unsafe impl Send for Packet {}
 
-impl<T> Packet<T> {
+impl Packet {
     pub(crate) fn new() -> Self {
         Packet {
             state: AtomicU8::new(EMPTY),
-            result: UnsafeCell::new(None),
+            result: UnsafeCell::new(ResultSlot::new()),
             joiner: UnsafeCell::new(None),
         }
     }
 
-    fn complete(&self, r: thread::Result<T>) {
+    fn complete<T: Send>(&self, r: thread::Result<T>) {
         // SAFETY: only the completer (the green thread, or its guard when
         // it is unwound; never both: `PacketGuard` takes the packet) writes
         // the result, and the joiner reads it only after seeing DONE.
-        self.result.with_mut(|p| unsafe { *p = Some(r) });
+        self.result.with_mut(|p| unsafe { (*p).put(r) });
         if self.state.swap(DONE, Ordering::AcqRel) == WAITER {
             // SAFETY: the joiner stored it before its Release CAS to
             // WAITER, which our Acquire swap read; from DONE on it no
@@ -197,7 +208,7 @@ impl<T> Packet<T> {
 
     /// The result if it is stored; otherwise `Pending`, with `waker`
     /// registered to be woken when it is (the joiner only).
-    fn poll_result(&self, waker: &Waker) -> Poll<thread::Result<T>> {
+    fn poll_result<T>(&self, waker: &Waker) -> Poll<thread::Result<T>> {
         if !self.is_done()
             && self.register(|old| match old {
                 Some(Joiner::Task(w)) if w.will_wake(waker) => Joiner::Task(w),
@@ -213,7 +224,7 @@ impl<T> Packet<T> {
     ///
     /// # Panics
     /// If the result was taken already (a future polled after `Ready`).
-    fn take(&self) -> thread::Result<T> {
+    fn take<T>(&self) -> thread::Result<T> {
         debug_assert!(self.is_done());
         // SAFETY: DONE was read with Acquire, so the completer's write is
         // visible and it never touches the result again; only the one
@@ -224,30 +235,63 @@ impl<T> Packet<T> {
     }
 }
 
-/// Delivers the green thread's result exactly once: by [`complete`](Self::complete),
-/// or `Err(Cancelled)` when dropped without it (forced unwind at shutdown).
-pub(crate) struct PacketGuard<T> {
-    packet: Option<Arc<Packet<T>>>,
+/// A shared reference to a packet: inside a green thread's task control
+/// block, or a packet of its own for a blocking-pool job.
+#[derive(Clone)]
+pub(crate) enum PacketRef {
+    /// The packet in the task's control block.
+    Task(TaskRef),
+    /// A packet of its own (a `spawn_blocking` job).
+    Own(Arc<Packet>),
 }
 
-impl<T> PacketGuard<T> {
-    pub(crate) fn new(packet: Arc<Packet<T>>) -> Self {
+impl PacketRef {
+    /// A new packet for a blocking-pool job.
+    pub(crate) fn standalone() -> Self {
+        PacketRef::Own(Arc::new(Packet::new()))
+    }
+
+    #[inline]
+    fn get(&self) -> &Packet {
+        match self {
+            PacketRef::Task(t) => &t.join,
+            PacketRef::Own(p) => p,
+        }
+    }
+}
+
+/// Delivers the green thread's result exactly once: by [`complete`](Self::complete),
+/// or `Err(Cancelled)` when dropped without it (forced unwind at shutdown).
+///
+/// For a green thread it holds a reference to the thread's own task block,
+/// from the spawn until the body finishes or is unwound. That is no leak:
+/// the task stays in the runtime's registry until it has finished, and the
+/// runtime's shutdown unwinds (or drops, if never started) the body of
+/// every task still registered, which drops this guard.
+pub(crate) struct PacketGuard<T: Send> {
+    packet: Option<PacketRef>,
+    _result: PhantomData<fn(T)>,
+}
+
+impl<T: Send> PacketGuard<T> {
+    pub(crate) fn new(packet: PacketRef) -> Self {
         PacketGuard {
             packet: Some(packet),
+            _result: PhantomData,
         }
     }
 
     pub(crate) fn complete(mut self, r: thread::Result<T>) {
         if let Some(p) = self.packet.take() {
-            p.complete(r);
+            p.get().complete(r);
         }
     }
 }
 
-impl<T> Drop for PacketGuard<T> {
+impl<T: Send> Drop for PacketGuard<T> {
     fn drop(&mut self) {
         if let Some(p) = self.packet.take() {
-            p.complete(Err(Box::new(Cancelled)));
+            p.get().complete::<T>(Err(Box::new(Cancelled)));
         }
     }
 }
@@ -284,29 +328,34 @@ impl<T> Drop for PacketGuard<T> {
 /// assert_eq!(v, 43);
 /// ```
 pub struct JoinHandle<T> {
-    packet: Arc<Packet<T>>,
-    /// The green thread; `None` for a [`spawn_blocking`](crate::task::spawn_blocking) job.
-    task: Option<TaskRef>,
+    /// The green thread's packet (in its task block), or a blocking job's.
+    packet: PacketRef,
     /// A `poll` stored a waker in the packet that is still registered
     /// (taken back when the handle is dropped).
     polled: bool,
+    /// The type the packet's result is read back as. Every handle is made
+    /// together with the guard that stores a `T: Send` (see
+    /// [`JoinHandle::new`]).
+    _result: PhantomData<fn() -> T>,
+}
+
+impl<T: Send> JoinHandle<T> {
+    /// A handle for the packet `guard` completes (the same `T`).
+    pub(crate) fn new(packet: PacketRef, _guard: &PacketGuard<T>) -> Self {
+        JoinHandle {
+            packet,
+            polled: false,
+            _result: PhantomData,
+        }
+    }
 }
 
 impl<T> JoinHandle<T> {
-    pub(crate) fn new(packet: Arc<Packet<T>>, task: TaskRef) -> Self {
-        JoinHandle {
-            packet,
-            task: Some(task),
-            polled: false,
-        }
-    }
-
-    /// A handle to a job of the blocking pool (no green thread).
-    pub(crate) fn new_blocking(packet: Arc<Packet<T>>) -> Self {
-        JoinHandle {
-            packet,
-            task: None,
-            polled: false,
+    /// The green thread, or `None` for a blocking-pool job.
+    fn green(&self) -> Option<&TaskRef> {
+        match &self.packet {
+            PacketRef::Task(t) => Some(t),
+            PacketRef::Own(_) => None,
         }
     }
 
@@ -318,8 +367,9 @@ impl<T> JoinHandle<T> {
         // (a fresh spawn, typically) first yields to it — a directed yield,
         // like the kernel's `yield_to` — instead of blocking: if the task
         // runs to completion, the join costs no block and no wakeup.
-        if !self.packet.is_done() {
-            if let (Some(me), Some(t)) = (tls::current(), &self.task) {
+        let packet = self.packet.get();
+        if !packet.is_done() {
+            if let (Some(me), Some(t)) = (tls::current(), self.green()) {
                 if t.cpu() == me.cpu()
                     && !t.st.on_cpu()
                     && t.st.on_rq() == QUEUED
@@ -331,13 +381,13 @@ impl<T> JoinHandle<T> {
                 }
             }
         }
-        self.packet.wait();
-        self.packet.take()
+        packet.wait();
+        packet.take()
     }
 
     /// Whether the green thread has finished (its result is ready).
     pub fn is_finished(&self) -> bool {
-        self.packet.is_done()
+        self.packet.get().is_done()
     }
 
     /// A handle to the green thread.
@@ -354,7 +404,7 @@ impl<T> JoinHandle<T> {
     /// A handle to the green thread, or `None` for a
     /// [`spawn_blocking`](crate::task::spawn_blocking) job.
     pub fn try_task(&self) -> Option<Task> {
-        self.task.clone().map(|tcb| Task { tcb })
+        self.green().cloned().map(|tcb| Task { tcb })
     }
 }
 
@@ -379,7 +429,7 @@ impl<T> Future for JoinHandle<T> {
     type Output = thread::Result<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let r = self.packet.poll_result(cx.waker());
+        let r = self.packet.get().poll_result(cx.waker());
         // Pending: our waker is registered until the next poll or the drop.
         self.polled = r.is_pending();
         r
@@ -391,7 +441,7 @@ impl<T> Drop for JoinHandle<T> {
         if self.polled {
             // Dropped while pending: the packet must not keep (or wake)
             // the waker of a future that is gone.
-            self.packet.unregister();
+            self.packet.get().unregister();
         }
     }
 }
@@ -399,7 +449,7 @@ impl<T> Drop for JoinHandle<T> {
 impl<T> std::fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JoinHandle")
-            .field("task", &self.task.as_ref().map(|t| t.id))
+            .field("task", &self.green().map(|t| t.id))
             .field("finished", &self.is_finished())
             .finish()
     }
@@ -423,11 +473,12 @@ mod loom_tests {
     #[test]
     fn loom_packet_complete_vs_join() {
         loom::model(|| {
-            let p = Arc::new(Packet::<u32>::new());
-            let g = PacketGuard::new(p.clone());
+            let p = PacketRef::standalone();
+            let g = PacketGuard::<u32>::new(p.clone());
+            let p = p.get();
             let t = loom::thread::spawn(move || g.complete(Ok(7)));
             p.wait();
-            assert_eq!(p.take().ok(), Some(7));
+            assert_eq!(p.take::<u32>().ok(), Some(7));
             t.join().unwrap();
         });
     }
@@ -435,11 +486,12 @@ mod loom_tests {
     #[test]
     fn loom_packet_cancelled_by_drop() {
         loom::model(|| {
-            let p = Arc::new(Packet::<u32>::new());
-            let g = PacketGuard::new(p.clone());
+            let p = PacketRef::standalone();
+            let g = PacketGuard::<u32>::new(p.clone());
+            let p = p.get();
             let t = loom::thread::spawn(move || drop(g));
             p.wait();
-            let err = p.take().unwrap_err();
+            let err = p.take::<u32>().unwrap_err();
             assert!(err.downcast_ref::<Cancelled>().is_some());
             t.join().unwrap();
         });
@@ -470,7 +522,7 @@ mod loom_tests {
     /// Polls with `waker` until `Ready`, waiting between polls until the
     /// waker is woken (a `Pending` not followed by a wake is a deadlock,
     /// which loom reports).
-    fn await_with(p: &Packet<u32>, f: &Flag, waker: &Waker) -> thread::Result<u32> {
+    fn await_with(p: &Packet, f: &Flag, waker: &Waker) -> thread::Result<u32> {
         loop {
             if let Poll::Ready(r) = p.poll_result(waker) {
                 return r;
@@ -482,8 +534,9 @@ mod loom_tests {
     #[test]
     fn loom_packet_complete_vs_poll() {
         loom::model(|| {
-            let p = Arc::new(Packet::<u32>::new());
-            let g = PacketGuard::new(p.clone());
+            let p = PacketRef::standalone();
+            let g = PacketGuard::<u32>::new(p.clone());
+            let p = p.get();
             let (f, w) = flag();
             let t = loom::thread::spawn(move || g.complete(Ok(7)));
             assert_eq!(await_with(&p, &f, &w).ok(), Some(7));
@@ -496,8 +549,9 @@ mod loom_tests {
     #[test]
     fn loom_packet_repoll_with_new_waker() {
         loom::model(|| {
-            let p = Arc::new(Packet::<u32>::new());
-            let g = PacketGuard::new(p.clone());
+            let p = PacketRef::standalone();
+            let g = PacketGuard::<u32>::new(p.clone());
+            let p = p.get();
             let (fa, wa) = flag();
             let (fb, wb) = flag();
             let t = loom::thread::spawn(move || g.complete(Ok(7)));
@@ -517,8 +571,9 @@ mod loom_tests {
     #[test]
     fn loom_packet_poll_then_give_up() {
         loom::model(|| {
-            let p = Arc::new(Packet::<u32>::new());
-            let g = PacketGuard::new(p.clone());
+            let p = PacketRef::standalone();
+            let g = PacketGuard::<u32>::new(p.clone());
+            let p = p.get();
             let (f, w) = flag();
             let t = loom::thread::spawn(move || g.complete(Ok(7)));
             let pending = p.poll_result(&w).is_pending();
@@ -540,8 +595,9 @@ mod loom_tests {
     #[test]
     fn loom_packet_poll_then_join() {
         loom::model(|| {
-            let p = Arc::new(Packet::<u32>::new());
-            let g = PacketGuard::new(p.clone());
+            let p = PacketRef::standalone();
+            let g = PacketGuard::<u32>::new(p.clone());
+            let p = p.get();
             let (f, w) = flag();
             let t = loom::thread::spawn(move || g.complete(Ok(7)));
             let r = match p.poll_result(&w) {
@@ -549,7 +605,7 @@ mod loom_tests {
                 // A pending poll, then a blocking join replaces the waker.
                 Poll::Pending => {
                     p.wait();
-                    p.take()
+                    p.take::<u32>()
                 }
             };
             assert_eq!(r.ok(), Some(7));

@@ -11,6 +11,7 @@ pub(crate) mod api;
 pub(crate) mod blocking;
 pub(crate) mod builder;
 pub(crate) mod join;
+pub(crate) mod result_slot;
 pub(crate) mod spawn;
 
 use crate::shared::Shared;

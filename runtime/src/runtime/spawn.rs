@@ -5,7 +5,7 @@
 //! on the spawner's own worker (SPAWN_LOCAL) under its lock, or handed to
 //! another worker's wakelist and kicked. Must not: wait for the task.
 
-use super::join::{JoinHandle, Packet, PacketGuard};
+use super::join::{JoinHandle, PacketGuard, PacketRef};
 use crate::context::{self, GreenContext};
 use crate::error::Error;
 use crate::sched::{EnqueueFlags, Entity, WakeFlags};
@@ -51,7 +51,7 @@ where
     let here = wake::waker_index(sh);
     let target = placement::select_spawn_worker(sh, &mask, here);
     let tcb: TaskRef = Arc::new(Tcb::new(
-        sh.next_id(),
+        crate::task::id::next_id(),
         opts.name,
         sh.clone(),
         entity,
@@ -59,10 +59,12 @@ where
         target,
     ));
     crate::trace::spawned(sh, &tcb);
-    let packet = Arc::new(Packet::new());
-    let body = green_body(f, PacketGuard::new(packet.clone()));
+    // The packet is in the task block: the guard and the handle each hold
+    // a reference to the task.
+    let guard = PacketGuard::new(PacketRef::Task(tcb.clone()));
+    let handle = JoinHandle::new(PacketRef::Task(tcb.clone()), &guard);
+    let body = green_body(f, guard);
     let stack_size = opts.stack_size.unwrap_or(sh.config.stack_size);
-    let handle = JoinHandle::new(packet, tcb.clone());
 
     if Some(target) == here {
         // Local: one lock for the stack and the enqueue.

@@ -2,13 +2,14 @@
 //! user-facing handle and builder, and the way a green thread hands control
 //! back to its worker.
 //!
-//! Owns: `Tcb` and `state`, [`Task`] (a handle to a green thread),
+//! Owns: `Tcb` and `state`, task ids (`id`), [`Task`] (a handle to a green thread),
 //! [`TaskStats`] (per-task accounting, `stats`),
 //! [`Builder`] (spawn options), and `switch_out`. Must not: schedule.
 
 pub(crate) mod builder;
 pub(crate) mod current;
 pub(crate) mod handle;
+pub(crate) mod id;
 pub(crate) mod registry;
 pub(crate) mod state;
 pub(crate) mod stats;

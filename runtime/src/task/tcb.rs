@@ -21,10 +21,14 @@
 //!   only under that worker's run-queue lock.
 //! * `context` — resumed only by the worker that made the task current (see
 //!   [`ContextCell`]).
+//! * `join` — where the green thread's result goes. The task block only
+//!   stores it, so that a spawn makes one allocation; its protocol belongs
+//!   to `runtime::join`.
 
 use crate::context::{GreenContext, SuspendSlot};
 use crate::lockfree::wakelist::Linked;
 use crate::loom::AtomicPtr;
+use crate::runtime::join::Packet;
 use crate::sched::{Entity, Slot};
 use crate::shared::Shared;
 use crate::task::state::TaskState;
@@ -104,6 +108,8 @@ pub(crate) struct Tcb {
     pub(crate) acct: Acct,
     /// Per-task trace state (`crate::trace`).
     pub(crate) trace: crate::trace::TaskMark,
+    /// The join packet: the result and whoever waits for it.
+    pub(crate) join: Packet,
 }
 
 impl Linked for Tcb {
@@ -152,6 +158,7 @@ impl Tcb {
             reg_key: AtomicU64::new(u64::MAX),
             acct: Acct::default(),
             trace: Default::default(),
+            join: Packet::new(),
         }
     }
 

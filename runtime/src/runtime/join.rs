@@ -576,7 +576,7 @@ mod loom_tests {
             let p = p.get();
             let (f, w) = flag();
             let t = loom::thread::spawn(move || g.complete(Ok(7)));
-            let pending = p.poll_result(&w).is_pending();
+            let pending = p.poll_result::<u32>(&w).is_pending();
             if pending {
                 // The JoinHandle's drop while pending.
                 p.unregister();

@@ -193,7 +193,7 @@ where
     }
     let packet = PacketRef::standalone();
     let guard = PacketGuard::new(packet.clone());
-    let handle = JoinHandle::new(packet, &guard);
+    let handle = JoinHandle::new(&guard);
     let job: Job = Box::new(move || {
         let r = catch_unwind(AssertUnwindSafe(f));
         guard.complete(r);

@@ -43,6 +43,13 @@ const EMPTY: u8 = 0;
 const WAITER: u8 = 1;
 /// `Packet::state`: the result is stored.
 const DONE: u8 = 2;
+/// `Packet::state` bit: the handle is gone (dropped, or joined). Of the
+/// handle and the completer, the one that comes second drops the result,
+/// so a result nobody takes is dropped by user-facing code — the green
+/// thread at its completion, or the handle's owner — never by whoever
+/// happens to drop the task block's last reference (a worker, under its
+/// run-queue lock), and never kept alive by other references to the task.
+const DETACHED: u8 = 4;
 
 /// Who waits for a packet: a thread parked in [`JoinHandle::join`], or the
 /// task polling the handle as a future.
@@ -60,9 +67,10 @@ impl Joiner {
     }
 }
 
-/// Where a green thread's result goes: a three-state word and two cells,
-/// no lock (one atomic swap to complete, one CAS to wait, two CASes to
-/// replace a stored joiner).
+/// Where a green thread's result goes: a three-state word with a
+/// "detached" bit and two cells, no lock (one atomic swap to complete, one
+/// CAS to wait, two CASes to replace a stored joiner, one `fetch_or` when
+/// the handle goes away).
 ///
 /// # Protocol
 ///
@@ -70,13 +78,24 @@ impl Joiner {
 /// green thread (complete)               joiner (at most one: the JoinHandle)
 /// result = r                            if state == DONE: take result
 /// prev = state.swap(DONE)  (AcqRel)     register(j):
-/// if prev == WAITER:                      CAS(WAITER → EMPTY)  (AcqRel)   take a stored joiner back
-///   take joiner, wake it                    Err(DONE): drop j; take result
-///                                         joiner = j           (the cell is ours while EMPTY)
-///                                         CAS(EMPTY → WAITER)  (AcqRel)
+/// if prev has DETACHED:                   CAS(WAITER → EMPTY)  (AcqRel)   take a stored joiner back
+///   drop result; done                       Err(DONE): drop j; take result
+/// if prev == WAITER:                      joiner = j           (the cell is ours while EMPTY)
+///   take joiner, wake it                  CAS(EMPTY → WAITER)  (AcqRel)
 ///                                           Ok:  wait (park, or return Pending)
 ///                                           Err: (DONE) drop the joiner; take result
+///                                       drop of the handle (after taking back its joiner):
+///                                         prev = state.fetch_or(DETACHED)  (AcqRel)
+///                                         if prev == DONE: drop result (if not taken)
 /// ```
+///
+/// * A result nobody takes is dropped by whichever of the completer and
+///   the handle's drop comes second in `state`'s modification order (the
+///   other one does not touch the cell afterwards): by user-facing code,
+///   never by the last reference to a task block, which a worker may drop
+///   under its run-queue lock, and never kept alive by other references
+///   to the task (a `Task` handle, a pending timer entry, the result
+///   itself holding its own task).
 ///
 /// * `result` is written only by the completer, before its `Release` swap,
 ///   and read only by the joiner after an `Acquire` load (or failed CAS)
@@ -134,7 +153,19 @@ impl Packet {
         // it is unwound; never both: `PacketGuard` takes the packet) writes
         // the result, and the joiner reads it only after seeing DONE.
         self.result.with_mut(|p| unsafe { (*p).put(r) });
-        if self.state.swap(DONE, Ordering::AcqRel) == WAITER {
+        let prev = self.state.swap(DONE, Ordering::AcqRel);
+        if prev & DETACHED != 0 {
+            // The handle is gone and will not look again: drop the result
+            // here, on the green thread. (A handle unregisters its joiner
+            // before it detaches: no joiner to wake.)
+            debug_assert_eq!(prev, EMPTY | DETACHED);
+            // SAFETY: we wrote the cell; the handle's Release `fetch_or`,
+            // which our Acquire swap read, was its last access to the
+            // packet.
+            self.result.with_mut(|p| unsafe { (*p).clear() });
+            return;
+        }
+        if prev == WAITER {
             // SAFETY: the joiner stored it before its Release CAS to
             // WAITER, which our Acquire swap read; from DONE on it no
             // longer touches the cell (its CASes fail).
@@ -177,6 +208,23 @@ impl Packet {
                 drop(self.joiner.with_mut(|p| unsafe { (*p).take() }));
                 false
             }
+        }
+    }
+
+    /// The handle is gone (after taking back any joiner it stored): drops
+    /// the result if it is stored, else leaves that to the completer.
+    fn detach(&self) {
+        let prev = self.state.fetch_or(DETACHED, Ordering::AcqRel);
+        debug_assert!(
+            prev == EMPTY || prev == DONE,
+            "detached twice or while registered"
+        );
+        if prev == DONE {
+            // SAFETY: DONE read with Acquire: the completer's write is
+            // visible and it no longer touches the cell; the handle (us)
+            // is its only other user, and is going away. Empty if the
+            // result was taken.
+            self.result.with_mut(|p| unsafe { (*p).clear() });
         }
     }
 
@@ -265,12 +313,14 @@ impl PacketRef {
 ///
 /// For a green thread it holds a reference to the thread's own task block,
 /// from the spawn until the body finishes or is unwound. That is no leak:
-/// the task stays in the runtime's registry until it has finished, and the
-/// runtime's shutdown unwinds (or drops, if never started) the body of
-/// every task still registered, which drops this guard.
+/// the task stays in the runtime's registry until it has finished, the
+/// registry refuses new tasks once shutdown has drained it (the spawn then
+/// drops the body, and with it this guard), and shutdown unwinds (or
+/// drops, if never started) the body of every task it drained, which drops
+/// this guard. The result itself does not outlive the handle (`DETACHED`).
 pub(crate) struct PacketGuard<T: Send> {
     packet: Option<PacketRef>,
-    _result: PhantomData<fn(T)>,
+    _result: PhantomData<fn(T) -> T>,
 }
 
 impl<T: Send> PacketGuard<T> {
@@ -333,17 +383,23 @@ pub struct JoinHandle<T> {
     /// A `poll` stored a waker in the packet that is still registered
     /// (taken back when the handle is dropped).
     polled: bool,
-    /// The type the packet's result is read back as. Every handle is made
-    /// together with the guard that stores a `T: Send` (see
-    /// [`JoinHandle::new`]).
-    _result: PhantomData<fn() -> T>,
+    /// The type the packet's result is read back as; the handle is made
+    /// from the guard that stores it (see [`JoinHandle::new`]). `fn(T) -> T`
+    /// keeps the handle invariant in `T` (a result is read back as exactly
+    /// the type it was stored as), and `Arc<Mutex<T>>` gives it the auto
+    /// traits it had when it held an `Arc` of a typed packet: `Send` and
+    /// `Sync` exactly when `T: Send`, `Unpin` always.
+    _result: PhantomData<ResultMarker<T>>,
 }
+
+/// See `JoinHandle::_result`.
+type ResultMarker<T> = (fn(T) -> T, Arc<std::sync::Mutex<T>>);
 
 impl<T: Send> JoinHandle<T> {
     /// A handle for the packet `guard` completes (the same `T`).
-    pub(crate) fn new(packet: PacketRef, _guard: &PacketGuard<T>) -> Self {
+    pub(crate) fn new(guard: &PacketGuard<T>) -> Self {
         JoinHandle {
-            packet,
+            packet: guard.packet.clone().expect("a new guard holds its packet"),
             polled: false,
             _result: PhantomData,
         }
@@ -438,11 +494,15 @@ impl<T> Future for JoinHandle<T> {
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
+        let packet = self.packet.get();
         if self.polled {
             // Dropped while pending: the packet must not keep (or wake)
             // the waker of a future that is gone.
-            self.packet.get().unregister();
+            packet.unregister();
         }
+        // A result nobody took is dropped now, or by the green thread when
+        // it completes: not with the task block (see DETACHED).
+        packet.detach();
     }
 }
 
@@ -494,6 +554,50 @@ mod loom_tests {
             let err = p.take::<u32>().unwrap_err();
             assert!(err.downcast_ref::<Cancelled>().is_some());
             t.join().unwrap();
+        });
+    }
+
+    /// Counts its drops (a std atomic: read after the model's threads joined).
+    struct Counted(Arc<std::sync::atomic::AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn loom_packet_detach_vs_complete() {
+        loom::model(|| {
+            let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let p = PacketRef::standalone();
+            let g = PacketGuard::<Counted>::new(p.clone());
+            let d = drops.clone();
+            let t = loom::thread::spawn(move || g.complete(Ok(Counted(d))));
+            // The handle's drop, racing with the completion.
+            p.get().detach();
+            t.join().unwrap();
+            // Dropped exactly once, by one of the two, before either ended.
+            assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 1);
+        });
+    }
+
+    #[test]
+    fn loom_packet_join_then_detach() {
+        loom::model(|| {
+            let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let p = PacketRef::standalone();
+            let g = PacketGuard::<Counted>::new(p.clone());
+            let d = drops.clone();
+            let t = loom::thread::spawn(move || g.complete(Ok(Counted(d))));
+            let packet = p.get();
+            packet.wait();
+            let r = packet.take::<Counted>();
+            // `JoinHandle::join` drops the handle after taking: nothing left.
+            packet.detach();
+            assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 0);
+            drop(r);
+            t.join().unwrap();
+            assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 1);
         });
     }
 

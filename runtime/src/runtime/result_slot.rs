@@ -94,13 +94,14 @@ impl ResultSlot {
     /// Takes the stored result out, leaving the cell empty; `None` if it is
     /// empty. `T` must be the type it was stored as (see the module docs).
     pub(crate) fn take<T>(&mut self) -> Option<Outcome<T>> {
-        self.drop_fn.take()?;
+        self.drop_fn?;
         #[cfg(debug_assertions)]
         assert_eq!(
             self.type_name,
             std::any::type_name::<T>(),
             "a result taken as another type than it was stored as"
         );
+        self.drop_fn = None;
         let at = self.words.as_mut_ptr();
         if fits::<T>() {
             // SAFETY: the cell held a value (`drop_fn` was set) of type
@@ -113,8 +114,9 @@ impl ResultSlot {
         }
     }
 
-    /// Drops a stored result (nobody took it: the handle was dropped).
-    fn clear(&mut self) {
+    /// Drops a stored result, if any (nobody will take it: the handle is
+    /// gone).
+    pub(crate) fn clear(&mut self) {
         if let Some(drop_fn) = self.drop_fn.take() {
             // SAFETY: `drop_fn` was made for the type stored in the cell,
             // which holds it until now; taking `drop_fn` marks it empty,

@@ -62,19 +62,31 @@ where
     // The packet is in the task block: the guard and the handle each hold
     // a reference to the task.
     let guard = PacketGuard::new(PacketRef::Task(tcb.clone()));
-    let handle = JoinHandle::new(PacketRef::Task(tcb.clone()), &guard);
+    let handle = JoinHandle::new(&guard);
     let body = green_body(f, guard);
     let stack_size = opts.stack_size.unwrap_or(sh.config.stack_size);
+    // The stack outside any run-queue lock (it may map a slab).
+    let stack = match here {
+        Some(i) => sh.workers[i].stacks.lock().get(stack_size)?,
+        None => context::stack::alloc_one(stack_size, &sh.config.stack_guard)?,
+    };
+    tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
+    if !sh.registry.insert(here.unwrap_or(target), &tcb) {
+        // Shutdown drained the registry after our check above (a spawn
+        // from outside the workers): nobody would ever run or unwind this
+        // task. Drop its body here; the guard in it delivers `Cancelled`.
+        // SAFETY: the task is not published: the spawner owns its context.
+        if let Some(mut ctx) = unsafe { tcb.context_mut() }.take() {
+            let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
+        }
+        return Err(io::Error::other(Error::Shutdown));
+    }
 
     if Some(target) == here {
-        // Local: one lock for the stack and the enqueue.
+        // Local: enqueue under our own lock.
         let w = &sh.workers[target];
-        // The stack first, outside the run-queue lock (it may map a slab).
-        let stack = w.stacks.lock().get(stack_size)?;
         let now = clock::now();
         let mut rq = w.lock_rq(sh, now);
-        tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
-        sh.registry.insert(target, &tcb);
         // SAFETY: the task is not published yet: the spawner owns it.
         let entity = unsafe { tcb.take_entity() };
         let slot =
@@ -88,12 +100,6 @@ where
         drop(rq);
         w.stats.inc(Counter::spawned_local);
     } else {
-        let stack = match here {
-            Some(i) => sh.workers[i].stacks.lock().get(stack_size)?,
-            None => context::stack::alloc_one(stack_size, &sh.config.stack_guard)?,
-        };
-        tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
-        sh.registry.insert(here.unwrap_or(target), &tcb);
         tcb.activation.store(activation::NEW, Ordering::Relaxed);
         let w = &sh.workers[target];
         wake::count(sh, here, Counter::spawned_remote);

@@ -15,6 +15,9 @@ use std::sync::atomic::Ordering;
 struct Slab {
     entries: Vec<Option<TaskRef>>,
     free: Vec<u32>,
+    /// Set by [`Registry::drain`]: shutdown has taken every task, and no
+    /// task may be registered after it (nobody would unwind it).
+    closed: bool,
 }
 
 /// Sharded slab of live tasks.
@@ -30,6 +33,7 @@ impl Registry {
                     CachePadded::new(Mutex::new(Slab {
                         entries: Vec::new(),
                         free: Vec::new(),
+                        closed: false,
                     }))
                 })
                 .collect(),
@@ -37,9 +41,15 @@ impl Registry {
     }
 
     /// Registers `task` in shard `shard` and records its key in the task.
-    pub(crate) fn insert(&self, shard: usize, task: &TaskRef) {
+    /// Returns `false`, registering nothing, once shutdown has drained the
+    /// registry (a spawn from outside the workers that raced with it).
+    #[must_use]
+    pub(crate) fn insert(&self, shard: usize, task: &TaskRef) -> bool {
         let shard = shard % self.shards.len();
         let mut s = self.shards[shard].lock();
+        if s.closed {
+            return false;
+        }
         let index = match s.free.pop() {
             Some(i) => {
                 s.entries[i as usize] = Some(task.clone());
@@ -52,6 +62,7 @@ impl Registry {
         };
         task.reg_key
             .store(((shard as u64) << 32) | index as u64, Ordering::Relaxed);
+        true
     }
 
     /// Removes `task` (at exit). Returns the registry's reference.
@@ -67,13 +78,14 @@ impl Registry {
         t
     }
 
-    /// Takes every registered task (shutdown).
+    /// Takes every registered task and closes the registry (shutdown).
     pub(crate) fn drain(&self) -> Vec<TaskRef> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
             let mut s = shard.lock();
             out.extend(s.entries.drain(..).flatten());
             s.free.clear();
+            s.closed = true;
         }
         for t in &out {
             t.reg_key.store(u64::MAX, Ordering::Relaxed);

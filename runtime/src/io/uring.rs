@@ -84,7 +84,7 @@ use crate::wake::waiter;
 use crate::worker::{tls, Worker};
 use io_uring::{opcode, squeue::Entry, types, IoUring};
 use parking_lot::Mutex;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -161,6 +161,14 @@ impl Drop for Op {
 thread_local! {
     /// This worker thread's ring (none before its first operation).
     static RING: RefCell<Option<WorkerRing>> = const { RefCell::new(None) };
+    /// Whether this thread's ring may have work: set by every push of an
+    /// SQE (an operation, a cancel, the idle futex wait, the reactor's
+    /// poll), cleared by [`at_switch`] when it finds the ring idle. The
+    /// switch and the preemption point look here first: one load of a
+    /// plain cell, where borrowing `RING` (a value with a destructor) costs
+    /// a registration check, a borrow flag and the idle tests on every
+    /// switch of a runtime that does no I/O.
+    static MAY_BE_BUSY: Cell<bool> = const { Cell::new(false) };
 }
 
 /// One worker's ring and its bookkeeping.
@@ -217,6 +225,7 @@ impl WorkerRing {
     /// Everything `e` points to must stay valid until its CQE is reaped
     /// (module docs: "Cancellation and buffers").
     unsafe fn push(&mut self, e: &Entry) {
+        MAY_BE_BUSY.with(|b| b.set(true));
         loop {
             // SAFETY: forwarded to the caller.
             if unsafe { self.ring.submission().push(e) }.is_ok() {
@@ -516,18 +525,30 @@ fn cancel(worker: usize, op: &Op) {
 /// submits the pending batch when it is due, runs pending completions at
 /// the same pace, and wakes the green threads whose operations completed.
 #[inline]
-pub(crate) fn at_switch(sh: &Shared, now: u64) {
-    if sh.uring.is_none() {
+pub(crate) fn at_switch(sh: &Shared, worker: usize, now: u64) {
+    let Some(d) = sh.uring.as_ref() else {
+        return;
+    };
+    // Idle since the last look, and no cancel requests from other threads
+    // (they can only concern operations in flight, but are taken here).
+    if !MAY_BE_BUSY.with(Cell::get) && !d.remotes[worker].pending.load(Ordering::Relaxed) {
         return;
     }
     with_existing(|r| {
         r.take_remote(sh);
         let queued = r.unsubmitted();
-        if queued == 0 && r.in_flight == 0 && !r.futex_armed && !r.reactor_armed {
-            // An idle ring (the common case of a switch that does no I/O):
-            // nothing to submit, and no completion can be pending but a
-            // finished cancel request, which the next reap collects.
-            return;
+        if queued == 0 && r.in_flight == 0 && !r.reactor_armed {
+            // Nothing a running worker must submit or deliver: the idle
+            // futex wait, if still armed, only ever completes with "you
+            // were kicked", which matters to a parked worker (the next
+            // idle poll or tick reaps it). The next push marks the ring
+            // busy again.
+            MAY_BE_BUSY.with(|b| b.set(false));
+            if !r.futex_armed {
+                // An idle ring: no completion can be pending but a
+                // finished cancel request, which the next reap collects.
+                return;
+            }
         }
         if queued > 0 && r.pending_since == 0 {
             r.pending_since = now;
@@ -565,6 +586,9 @@ pub(crate) fn at_tick(sh: &Shared) {
 /// loads otherwise.
 #[inline(never)]
 pub(crate) fn at_preempt_point(sh: &Shared) {
+    if !MAY_BE_BUSY.with(Cell::get) {
+        return;
+    }
     let pending = RING.with(|cell| {
         let Ok(mut g) = cell.try_borrow_mut() else {
             return false;

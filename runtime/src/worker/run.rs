@@ -165,7 +165,7 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
         _ => clock::now(),
     };
     // I/O hook (io_uring driver): submit the due batch, reap completions.
-    crate::io::uring::at_switch(sh, now);
+    crate::io::uring::at_switch(sh, w.index, now);
     if w.next_timer.load(Ordering::Relaxed) <= now {
         fire_timers(w, now, &mut local.expired);
     }

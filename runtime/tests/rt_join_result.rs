@@ -4,12 +4,17 @@
 //! under its run-queue lock (a result whose destructor wakes another green
 //! thread would deadlock that worker), and never kept alive by other
 //! references to the task. Also: a spawn that races with shutdown is
-//! refused or cancelled, never left unjoinable.
+//! refused or cancelled, never left unjoinable; a green thread blocked in
+//! `join` at shutdown is unwound cleanly; a never-started body whose
+//! captured value panics on drop is dropped once; a detached result that
+//! panics on drop aborts with a message, like std's.
 
 mod common;
 
 use common::with_timeout;
 use eevdf_rt::sync::channel;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -173,5 +178,148 @@ fn a_spawn_racing_with_shutdown_is_refused_or_cancelled() {
                 }
             }
         }
+    });
+}
+
+/// A green thread blocked in `join` when the runtime shuts down is unwound:
+/// its handle's drop takes back the registered joiner (it used to trip the
+/// packet's protocol check inside an unwind, which aborts).
+#[test]
+fn a_joiner_blocked_at_shutdown_is_unwound() {
+    with_timeout(60, "joiner blocked at shutdown", || {
+        for workers in [1, 2] {
+            let rt = eevdf_rt::Builder::new().workers(workers).build().unwrap();
+            let joined = Arc::new(AtomicUsize::new(0));
+            let j = joined.clone();
+            let outer = rt.spawn(move || {
+                let inner = eevdf_rt::spawn(|| eevdf_rt::sleep(Duration::from_secs(100)));
+                let r = inner.join();
+                j.fetch_add(1, Ordering::SeqCst);
+                r.is_ok()
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            rt.shutdown();
+            let r = outer.join();
+            assert!(
+                r.as_ref()
+                    .err()
+                    .and_then(|e| e.downcast_ref::<eevdf_rt::Cancelled>())
+                    .is_some(),
+                "the joiner was not cancelled"
+            );
+            assert_eq!(
+                joined.load(Ordering::SeqCst),
+                0,
+                "the join returned instead of unwinding"
+            );
+        }
+    });
+}
+
+/// Panics in its first drop only (a second drop would be a double drop).
+struct PanicOnFirstDrop(Arc<AtomicUsize>);
+impl Drop for PanicOnFirstDrop {
+    fn drop(&mut self) {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("first drop");
+        }
+    }
+}
+
+/// A task that never started, whose closure holds a value that panics on
+/// drop, is dropped exactly once at shutdown (the coroutine's drop of a
+/// never-started body must not see the panic).
+#[test]
+fn a_never_started_body_that_panics_on_drop_is_dropped_once() {
+    with_timeout(60, "never-started body panicking on drop", || {
+        let mut unstarted = 0;
+        for _ in 0..20 {
+            let rt = eevdf_rt::Builder::new()
+                .workers(1)
+                .handoff(None)
+                .build()
+                .unwrap();
+            let drops = Arc::new(AtomicUsize::new(0));
+            let started = Arc::new(AtomicUsize::new(0));
+            // Keep the only worker in a nice −20 loop of preemption points:
+            // a nice-19 task spawned beside it gets its first turn only
+            // after the loop's slice protection ends (milliseconds), and
+            // the shutdown right after the spawn stops the worker first.
+            let spinning = Arc::new(AtomicUsize::new(0));
+            let sp = spinning.clone();
+            let blocker = eevdf_rt::task::Builder::new()
+                .nice(-20)
+                .spawn_on(&rt, move || loop {
+                    sp.store(1, Ordering::SeqCst);
+                    eevdf_rt::preempt_point();
+                })
+                .unwrap();
+            wait_for("the blocker runs", || spinning.load(Ordering::SeqCst) == 1);
+            let keep = PanicOnFirstDrop(drops.clone());
+            let s = started.clone();
+            let never = eevdf_rt::task::Builder::new()
+                .nice(19)
+                .spawn_on(&rt, move || {
+                    s.store(1, Ordering::SeqCst);
+                    drop(keep);
+                })
+                .unwrap();
+            rt.shutdown();
+            // Started or not, the value is dropped exactly once.
+            assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped twice (or never)");
+            let r = never.join();
+            assert!(r.is_err(), "the task reported a result");
+            if started.load(Ordering::SeqCst) == 0 {
+                unstarted += 1;
+                assert!(
+                    r.as_ref()
+                        .err()
+                        .and_then(|e| e.downcast_ref::<eevdf_rt::Cancelled>())
+                        .is_some(),
+                    "a never-started task was not cancelled"
+                );
+            }
+            let _ = blocker.join();
+        }
+        assert!(
+            unstarted > 0,
+            "the task started before every shutdown: scenario not reached"
+        );
+    });
+}
+
+const CHILD: &str = "EEVDF_JOIN_RESULT_CHILD";
+
+/// A detached result whose destructor panics aborts the process with a
+/// message (std does the same for a thread's result), instead of unwinding
+/// into the worker's loop and killing the worker.
+#[test]
+fn a_detached_result_that_panics_on_drop_aborts_with_a_message() {
+    if std::env::var(CHILD).is_ok() {
+        let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+        let (go_tx, go_rx) = channel::bounded::<()>(1);
+        drop(rt.spawn(move || {
+            let _ = go_rx.recv();
+            PanicOnFirstDrop(Arc::new(AtomicUsize::new(0)))
+        }));
+        go_tx.send(()).unwrap();
+        std::thread::sleep(Duration::from_secs(5));
+        // Not reached: the worker aborted the process.
+        std::process::exit(0);
+    }
+    with_timeout(60, "child that aborts", || {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "a_detached_result_that_panics_on_drop_aborts_with_a_message",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{err}");
+        assert!(err.contains("nobody joined panicked on drop"), "{err}");
     });
 }

@@ -364,6 +364,8 @@ pub(crate) fn on_detach() {
     r.cancel_all(false);
     let woken = std::mem::take(&mut r.woken);
     drop(r);
+    // No ring on this thread now: its switches need not look.
+    MAY_BE_BUSY.with(|b| b.set(false));
     for t in &woken {
         crate::wake::wake_task(t);
     }

@@ -20,6 +20,7 @@ use crate::task::{Task, TaskRef};
 use crate::worker::tls;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -50,6 +51,16 @@ const DONE: u8 = 2;
 /// happens to drop the task block's last reference (a worker, under its
 /// run-queue lock), and never kept alive by other references to the task.
 const DETACHED: u8 = 4;
+
+/// Checks a protocol invariant in debug builds and in loom models (which
+/// run in release mode).
+#[inline]
+#[track_caller]
+fn protocol_assert(ok: bool, what: &str) {
+    if cfg!(any(debug_assertions, loom)) {
+        assert!(ok, "join packet: {what}");
+    }
+}
 
 /// Who waits for a packet: a thread parked in [`JoinHandle::join`], or the
 /// task polling the handle as a future.
@@ -158,11 +169,24 @@ impl Packet {
             // The handle is gone and will not look again: drop the result
             // here, on the green thread. (A handle unregisters its joiner
             // before it detaches: no joiner to wake.)
-            debug_assert_eq!(prev, EMPTY | DETACHED);
-            // SAFETY: we wrote the cell; the handle's Release `fetch_or`,
-            // which our Acquire swap read, was its last access to the
-            // packet.
-            self.result.with_mut(|p| unsafe { (*p).clear() });
+            protocol_assert(
+                prev == EMPTY | DETACHED,
+                "a joiner left registered by a detached handle",
+            );
+            let dropped = catch_unwind(AssertUnwindSafe(|| {
+                // SAFETY: we wrote the cell; the handle's Release
+                // `fetch_or`, which our Acquire swap read, was its last
+                // access to the packet.
+                self.result.with_mut(|p| unsafe { (*p).clear() })
+            }));
+            if dropped.is_err() {
+                // Like std's "thread result panicked on drop": nobody can
+                // be told, and the unwind must not reach the worker loop.
+                eprintln!(
+                    "eevdf-rt: the result of a green thread nobody joined panicked on drop; aborting"
+                );
+                std::process::abort();
+            }
             return;
         }
         if prev == WAITER {
@@ -211,13 +235,14 @@ impl Packet {
         }
     }
 
-    /// The handle is gone (after taking back any joiner it stored): drops
-    /// the result if it is stored, else leaves that to the completer.
+    /// The handle is gone: takes back a joiner it left registered, then
+    /// drops the result if it is stored, else leaves that to the completer.
     fn detach(&self) {
+        self.unregister();
         let prev = self.state.fetch_or(DETACHED, Ordering::AcqRel);
-        debug_assert!(
+        protocol_assert(
             prev == EMPTY || prev == DONE,
-            "detached twice or while registered"
+            "detached twice or while registered",
         );
         if prev == DONE {
             // SAFETY: DONE read with Acquire: the completer's write is
@@ -380,9 +405,6 @@ impl<T: Send> Drop for PacketGuard<T> {
 pub struct JoinHandle<T> {
     /// The green thread's packet (in its task block), or a blocking job's.
     packet: PacketRef,
-    /// A `poll` stored a waker in the packet that is still registered
-    /// (taken back when the handle is dropped).
-    polled: bool,
     /// The type the packet's result is read back as; the handle is made
     /// from the guard that stores it (see [`JoinHandle::new`]). `fn(T) -> T`
     /// keeps the handle invariant in `T` (a result is read back as exactly
@@ -400,7 +422,6 @@ impl<T: Send> JoinHandle<T> {
     pub(crate) fn new(guard: &PacketGuard<T>) -> Self {
         JoinHandle {
             packet: guard.packet.clone().expect("a new guard holds its packet"),
-            polled: false,
             _result: PhantomData,
         }
     }
@@ -484,25 +505,20 @@ impl<T> JoinHandle<T> {
 impl<T> Future for JoinHandle<T> {
     type Output = thread::Result<T>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let r = self.packet.get().poll_result(cx.waker());
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Pending: our waker is registered until the next poll or the drop.
-        self.polled = r.is_pending();
-        r
+        self.packet.get().poll_result(cx.waker())
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        let packet = self.packet.get();
-        if self.polled {
-            // Dropped while pending: the packet must not keep (or wake)
-            // the waker of a future that is gone.
-            packet.unregister();
-        }
-        // A result nobody took is dropped now, or by the green thread when
-        // it completes: not with the task block (see DETACHED).
-        packet.detach();
+        // Takes back a joiner still registered — a future dropped while
+        // pending, or a `join` unwound at shutdown while it waited — so
+        // the packet neither keeps nor wakes it; then a result nobody took
+        // is dropped now, or by the green thread when it completes: not
+        // with the task block (see DETACHED).
+        self.packet.get().detach();
     }
 }
 
@@ -597,6 +613,34 @@ mod loom_tests {
             assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 0);
             drop(r);
             t.join().unwrap();
+            assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 1);
+        });
+    }
+
+    /// A future polled (pending, its waker registered) and then dropped —
+    /// `JoinHandle::drop` is `detach` — racing the completion: the waker is
+    /// taken back and released, and the result dropped exactly once.
+    #[test]
+    fn loom_packet_poll_then_drop_handle() {
+        loom::model(|| {
+            let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let p = PacketRef::standalone();
+            let g = PacketGuard::<Counted>::new(p.clone());
+            let d = drops.clone();
+            let (f, w) = flag();
+            let t = loom::thread::spawn(move || g.complete(Ok(Counted(d))));
+            let packet = p.get();
+            if let Poll::Ready(r) = packet.poll_result::<Counted>(&w) {
+                drop(r);
+            }
+            packet.detach();
+            t.join().unwrap();
+            drop(w);
+            assert_eq!(
+                Arc::strong_count(&f),
+                1,
+                "the dropped future's waker was kept"
+            );
             assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 1);
         });
     }

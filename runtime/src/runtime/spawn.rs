@@ -117,7 +117,12 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    let parts = Unstarted(Some((f, guard)));
     move || {
+        let mut parts = parts;
+        let Some((f, guard)) = parts.0.take() else {
+            return;
+        };
         let result = catch_unwind(AssertUnwindSafe(f));
         if let Err(payload) = result {
             // A forced unwind (shutdown) must keep unwinding to the
@@ -128,6 +133,23 @@ where
             guard.complete(Err(payload));
         } else {
             guard.complete(result);
+        }
+    }
+}
+
+/// The closure and the completion guard of a green thread that has not
+/// started. Dropped without it ever running (shutdown, or a spawn that
+/// shutdown refused), it drops them without letting a panic escape: a
+/// captured value whose destructor panics must not unwind out of the
+/// coroutine's drop of its never-started body, which would then drop the
+/// body a second time. The guard still delivers `Cancelled`; the panic's
+/// message has been printed by the panic hook.
+struct Unstarted<F, T: Send>(Option<(F, PacketGuard<T>)>);
+
+impl<F, T: Send> Drop for Unstarted<F, T> {
+    fn drop(&mut self) {
+        if let Some(parts) = self.0.take() {
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(parts)));
         }
     }
 }

@@ -106,6 +106,17 @@ where
         if w.post(tcb.clone()) {
             wake::count(sh, here, Counter::kicks);
         }
+        if sh.is_shutdown() && sh.registry.is_closed(here.unwrap_or(target)) {
+            // Shutdown drained the registry after we registered (it took
+            // this task and cancelled it), and its workers may have
+            // stopped and emptied their wakelists before our push: nobody
+            // drains them now. Empty this one (taking from a wakelist is
+            // safe for any number of takers), or the task would keep the
+            // runtime alive through its reference to it.
+            for t in w.wakelist.take_all() {
+                drop(t);
+            }
+        }
     }
     Ok(handle)
 }

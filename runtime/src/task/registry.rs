@@ -93,6 +93,11 @@ impl Registry {
         out
     }
 
+    /// Whether shutdown has drained shard `shard` (see [`Registry::insert`]).
+    pub(crate) fn is_closed(&self, shard: usize) -> bool {
+        self.shards[shard % self.shards.len()].lock().closed
+    }
+
     /// Number of live tasks.
     pub(crate) fn len(&self) -> usize {
         self.shards

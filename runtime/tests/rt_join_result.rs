@@ -27,6 +27,14 @@ impl Drop for Counted {
     }
 }
 
+/// Whether a join result is the `Cancelled` error of a shutdown.
+fn cancelled<T>(r: &std::thread::Result<T>) -> bool {
+    r.as_ref()
+        .err()
+        .and_then(|e| e.downcast_ref::<eevdf_rt::Cancelled>())
+        .is_some()
+}
+
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !cond() {
@@ -200,13 +208,7 @@ fn a_joiner_blocked_at_shutdown_is_unwound() {
             std::thread::sleep(Duration::from_millis(20));
             rt.shutdown();
             let r = outer.join();
-            assert!(
-                r.as_ref()
-                    .err()
-                    .and_then(|e| e.downcast_ref::<eevdf_rt::Cancelled>())
-                    .is_some(),
-                "the joiner was not cancelled"
-            );
+            assert!(cancelled(&r), "the joiner was not cancelled");
             assert_eq!(
                 joined.load(Ordering::SeqCst),
                 0,
@@ -271,13 +273,7 @@ fn a_never_started_body_that_panics_on_drop_is_dropped_once() {
             assert!(r.is_err(), "the task reported a result");
             if started.load(Ordering::SeqCst) == 0 {
                 unstarted += 1;
-                assert!(
-                    r.as_ref()
-                        .err()
-                        .and_then(|e| e.downcast_ref::<eevdf_rt::Cancelled>())
-                        .is_some(),
-                    "a never-started task was not cancelled"
-                );
+                assert!(cancelled(&r), "a never-started task was not cancelled");
             }
             let _ = blocker.join();
         }

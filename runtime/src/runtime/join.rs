@@ -581,14 +581,25 @@ mod loom_tests {
         }
     }
 
+    /// A packet and a thread that completes it with a [`Counted`] result;
+    /// returns the packet, the thread and the drop counter.
+    fn completing_counted() -> (
+        PacketRef,
+        loom::thread::JoinHandle<()>,
+        Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let p = PacketRef::standalone();
+        let g = PacketGuard::<Counted>::new(p.clone());
+        let d = drops.clone();
+        let t = loom::thread::spawn(move || g.complete(Ok(Counted(d))));
+        (p, t, drops)
+    }
+
     #[test]
     fn loom_packet_detach_vs_complete() {
         loom::model(|| {
-            let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let p = PacketRef::standalone();
-            let g = PacketGuard::<Counted>::new(p.clone());
-            let d = drops.clone();
-            let t = loom::thread::spawn(move || g.complete(Ok(Counted(d))));
+            let (p, t, drops) = completing_counted();
             // The handle's drop, racing with the completion.
             p.get().detach();
             t.join().unwrap();
@@ -600,11 +611,7 @@ mod loom_tests {
     #[test]
     fn loom_packet_join_then_detach() {
         loom::model(|| {
-            let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let p = PacketRef::standalone();
-            let g = PacketGuard::<Counted>::new(p.clone());
-            let d = drops.clone();
-            let t = loom::thread::spawn(move || g.complete(Ok(Counted(d))));
+            let (p, t, drops) = completing_counted();
             let packet = p.get();
             packet.wait();
             let r = packet.take::<Counted>();
@@ -623,12 +630,8 @@ mod loom_tests {
     #[test]
     fn loom_packet_poll_then_drop_handle() {
         loom::model(|| {
-            let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let p = PacketRef::standalone();
-            let g = PacketGuard::<Counted>::new(p.clone());
-            let d = drops.clone();
             let (f, w) = flag();
-            let t = loom::thread::spawn(move || g.complete(Ok(Counted(d))));
+            let (p, t, drops) = completing_counted();
             let packet = p.get();
             if let Poll::Ready(r) = packet.poll_result::<Counted>(&w) {
                 drop(r);

@@ -372,7 +372,12 @@ impl<T: Send> Drop for PacketGuard<T> {
 }
 
 /// An owned permission to join a green thread (wait for it and take its
-/// result), like `std::thread::JoinHandle`. Dropping it detaches the thread.
+/// result), like `std::thread::JoinHandle`. Dropping it detaches the thread:
+/// the thread runs on, and a result nobody took is dropped by the handle's
+/// drop if the thread has finished, else by the green thread itself when
+/// it finishes. A result whose destructor panics there, where nobody can
+/// be told, aborts the process with a message (std does the same for an
+/// OS thread's result).
 ///
 /// Two ways to wait: [`join`](Self::join) blocks (parks the calling green
 /// thread, or blocks an OS thread), and the handle is a [`Future`] whose

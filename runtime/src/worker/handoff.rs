@@ -608,13 +608,14 @@ fn peers(n: usize, i: usize, ahead: bool) -> impl Iterator<Item = usize> {
 }
 
 /// Whether every worker has a watcher that watched lately (the monitor
-/// may doze). Never with one worker.
+/// may doze); a lone worker counts if it watched itself lately. Never
+/// without a dead-man switch.
 fn all_watched(sh: &Shared, now: u64) -> bool {
-    let n = sh.workers.len();
-    let window = watch_window(sh);
     if sh.handoff.as_ref().is_none_or(|ho| ho.deadman.is_none()) {
         return false;
     }
+    let n = sh.workers.len();
+    let window = watch_window(sh);
     if n == 1 {
         // Nobody watches a lone worker, but its own watch pushes the
         // dead-man switch back: when it stalls, the switch fires.

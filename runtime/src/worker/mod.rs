@@ -119,8 +119,8 @@ pub(crate) struct Worker {
     pub(crate) last_balance_kick: AtomicU64,
     /// When this worker's owner last watched the other workers for a stall
     /// at its tick (ns; `handoff`, "Workers watch each other"; 0 while
-    /// idle): written by the owner, read
-    /// by the other workers and the monitor.
+    /// idle): written by the owner, read by the other workers and the
+    /// monitor.
     pub(crate) watched_at: AtomicU64,
     /// Counters written only by this worker's OS thread.
     pub(crate) stats: CachePadded<Counters>,

@@ -44,7 +44,16 @@
 //!    write: how late the generator itself was) and the
 //!    p99 measured from the write instead — with two CPUs shared by the
 //!    workers, the generator and the rest of the machine, a large part of
-//!    a tail can be the generator's.
+//!    a tail can be the generator's — and the *server side*: from the
+//!    write to the moment the handler built its response (stamped in an
+//!    `x-served-ns` header, read from the same process's monotonic
+//!    clock). What lies between that and the end of the response is the
+//!    response's write and the client thread's own wakeup, which the
+//!    kernel schedules: on a 2-vCPU machine a client woken right after it
+//!    blocked can wait for the next scheduling event on that CPU (its
+//!    lag from the write it just made is still unpaid, so it does not
+//!    preempt the busy worker there), and a faster server meets that
+//!    more often.
 //!
 //! Both runtimes get `--workers` worker threads, pinned one per CPU; the
 //! runtimes alternate in `--rounds` rounds (ABBA) and the table gives the
@@ -73,8 +82,18 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+
+/// The origin of `x-served-ns` stamps (the server and its load generator
+/// share the process, so one monotonic clock serves both).
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+/// Nanoseconds since [`EPOCH`].
+fn since_epoch(t: Instant) -> u64 {
+    t.saturating_duration_since(*EPOCH.get_or_init(Instant::now))
+        .as_nanos() as u64
+}
 
 #[derive(Parser, Debug)]
 #[command(about = "A hyper HTTP/1.1 service on eevdf-rt (per-route slice and nice) vs tokio")]
@@ -208,7 +227,13 @@ async fn handle(
                 route_class(0, Some(svc.latency_slice));
             }
             let seq = req.uri().query().and_then(|q| q.strip_prefix("seq="));
-            Response::new(Full::new(Bytes::from(seq.unwrap_or("").to_owned())))
+            let mut r = Response::new(Full::new(Bytes::from(seq.unwrap_or("").to_owned())));
+            // When the handler answered: the server side of the latency ends here.
+            r.headers_mut().insert(
+                "x-served-ns",
+                hyper::header::HeaderValue::from(since_epoch(Instant::now())),
+            );
+            r
         }
         "/heavy" => {
             if let Side::Green = side {
@@ -337,6 +362,8 @@ fn start_tokio(args: &Args, svc: Arc<Service>) -> Result<(Server, SocketAddr), S
 struct Client {
     s: TcpStream,
     buf: Vec<u8>,
+    /// The last response's `x-served-ns` stamp, if it had one.
+    served_ns: Option<u64>,
 }
 
 impl Client {
@@ -347,6 +374,7 @@ impl Client {
         Ok(Client {
             s,
             buf: Vec::with_capacity(4096),
+            served_ns: None,
         })
     }
 
@@ -382,6 +410,11 @@ impl Client {
                     .then(|| v.trim().parse().ok())?
             })
             .ok_or_else(|| io::Error::other("no content-length"))?;
+        self.served_ns = head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("x-served-ns")
+                .then(|| v.trim().parse().ok())?
+        });
         while self.buf.len() < head_end + len {
             let n = self.s.read(&mut chunk)?;
             if n == 0 {
@@ -395,13 +428,15 @@ impl Client {
         Ok(self.buf[head_end..].to_vec())
     }
 
-    /// `/latency?seq=N`, checking that the body is `N`.
-    fn latency(&mut self, seq: u64) -> io::Result<()> {
+    /// `/latency?seq=N`, checking that the body is `N` and that the
+    /// response carries the handler's `x-served-ns` stamp, which it returns.
+    fn latency(&mut self, seq: u64) -> io::Result<u64> {
         let body = self.get(&format!("/latency?seq={seq}"))?;
         if body != seq.to_string().as_bytes() {
             return Err(io::Error::other(format!("wrong body for seq {seq}")));
         }
-        Ok(())
+        self.served_ns
+            .ok_or_else(|| io::Error::other(format!("no x-served-ns for seq {seq}")))
     }
 }
 
@@ -418,6 +453,10 @@ struct Phase {
     /// Mixed phase: latency from the start of the write instead of the
     /// scheduled time (the server's share plus the client's read).
     from_send: Option<Histogram<u64>>,
+    /// Mixed phase: the server side, from the start of the write to the
+    /// handler's `x-served-ns` stamp (without the response's write and the
+    /// client thread's wakeup).
+    server: Option<Histogram<u64>>,
     heavy: u64,
 }
 
@@ -476,11 +515,12 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
     let clients = args.clients;
     let light: Vec<_> = (0..clients)
         .map(|c| {
-            std::thread::spawn(move || -> Result<[Histogram<u64>; 3], String> {
+            std::thread::spawn(move || -> Result<[Histogram<u64>; 4], String> {
                 let _ = os::set_kernel_slice(Duration::from_micros(100));
                 let mut h = hist::new();
                 let mut lag = hist::new();
                 let mut from_send = hist::new();
+                let mut server = hist::new();
                 let mut cl = Client::connect(addr).map_err(|e| format!("client {c}: {e}"))?;
                 // Spread the clients' phases over one period.
                 let mut due = start + period * c as u32 / clients as u32;
@@ -497,16 +537,22 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
                     // have gone out (its time, or the previous response if
                     // that came later) to the write.
                     hist::record(&mut lag, sent.saturating_duration_since(due.max(prev_done)));
-                    cl.latency(seq)
+                    let served = cl
+                        .latency(seq)
                         .map_err(|e| format!("client {c}, request {seq}: {e}"))?;
                     let done = Instant::now();
+                    let sent_ns = since_epoch(sent);
+                    hist::record(
+                        &mut server,
+                        Duration::from_nanos(served.saturating_sub(sent_ns)),
+                    );
                     hist::record(&mut h, done.saturating_duration_since(due));
                     hist::record(&mut from_send, done - sent);
                     prev_done = done;
                     seq += 1;
                     due += period;
                 }
-                Ok([h, lag, from_send])
+                Ok([h, lag, from_send, server])
             })
         })
         .collect();
@@ -514,16 +560,18 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
     let mut hs = Vec::new();
     let mut lags = Vec::new();
     let mut from_sends = Vec::new();
+    let mut servers = Vec::new();
     for h in light {
         match h
             .join()
             .unwrap_or_else(|_| Err("client thread panicked".into()))
         {
-            Ok([h, lag, from_send]) => {
+            Ok([h, lag, from_send, server]) => {
                 p.responses += h.len();
                 hs.push(h);
                 lags.push(lag);
                 from_sends.push(from_send);
+                servers.push(server);
             }
             Err(e) => p.errors.push(e),
         }
@@ -540,6 +588,7 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
     p.latency = Some(hist::merge(&hs));
     p.send_lag = Some(hist::merge(&lags));
     p.from_send = Some(hist::merge(&from_sends));
+    p.server = Some(hist::merge(&servers));
     p
 }
 
@@ -561,6 +610,8 @@ struct Results {
     send_p99: Vec<f64>,
     /// Mixed phase: p99 of the latency from the start of the write (µs).
     from_send_p99: Vec<f64>,
+    /// Mixed phase: p99 of the server side (µs).
+    server_p99: Vec<f64>,
     /// eevdf-rt's counters in the last mixed phase.
     counters: Option<String>,
 }
@@ -617,6 +668,9 @@ fn run_side(
     }
     if let Some(h) = m.from_send {
         r.from_send_p99.push(hist::quantile_us(&h, 0.99));
+    }
+    if let Some(h) = m.server {
+        r.server_p99.push(hist::quantile_us(&h, 0.99));
     }
     if let Some(h) = m.latency {
         r.p50.push(hist::quantile_us(&h, 0.5));
@@ -705,17 +759,28 @@ fn run(args: &Args) -> Result<bool, String> {
         fmt_us(examples::median(t.send_p99.clone())),
     );
     println!(
+        "  server side (from the write to the handler's response, without the response's \
+         write and the client's wakeup): p99 {} vs {} ({})",
+        fmt_us(examples::median(g.server_p99.clone())),
+        fmt_us(examples::median(t.server_p99.clone())),
+        fmt_ratio(
+            examples::median(g.server_p99.clone()),
+            examples::median(t.server_p99.clone())
+        ),
+    );
+    println!(
         "mixed phase, per round: latency-route p99 (clients' send lag p99; p99 from the write; \
-         workers' OS wait: runnable, not running)"
+         server side p99; workers' OS wait: runnable, not running)"
     );
     for (side, r) in sides.iter().zip(&results) {
         let rounds: Vec<String> = (0..r.p99.len())
             .map(|i| {
                 format!(
-                    "{} ({}; {}; {:.1}%)",
+                    "{} ({}; {}; {}; {:.1}%)",
                     fmt_us(r.p99[i]),
                     fmt_us(r.send_p99[i]),
                     fmt_us(r.from_send_p99[i]),
+                    fmt_us(r.server_p99[i]),
                     r.os_wait.get(i).map_or(f64::NAN, |w| w * 100.0)
                 )
             })

@@ -436,6 +436,9 @@ fn http_service() {
     assert!(out.contains("tokio: all"), "{out}");
     assert!(out.contains("responses correct"), "{out}");
     assert!(out.contains("clients' send lag p99"), "{out}");
+    // Every latency response carries the handler's stamp (the client
+    // fails the request otherwise), and the server side is reported.
+    assert!(out.contains("server side (from the write"), "{out}");
     let plot = std::fs::read_to_string(&svg).unwrap();
     assert!(plot.contains("<svg"), "not an SVG");
     // The eevdf-rt side's mixed phase, with its task runs.

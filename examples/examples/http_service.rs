@@ -9,6 +9,7 @@
 //! cargo run --release -p examples --example http_service -- --heavy-us 5000 --heavy-unit-us 200
 //! cargo run --release -p examples --example http_service -- --rounds 1 --trace http.json
 //! cargo run --release -p examples --example http_service -- --features NO_WA_IO
+//! cargo run --release -p examples --example http_service -- --workers 1 --split-cpus
 //! ```
 //!
 //! **The service** (one `async fn`, the same on both runtimes; hyper's
@@ -63,7 +64,10 @@
 //! readiness wakeup on the worker that polled it, is the one this service
 //! leans on). The load generator shares the CPUs with the
 //! server — on both runtimes alike — and asks the kernel for a 100 µs
-//! slice (Linux 6.12+) so that its clients send on time.
+//! slice (Linux 6.12+) so that its clients send on time. `--split-cpus`
+//! instead pins the generator's threads to the CPUs the workers do not
+//! use (so `--workers` must leave at least one), which takes the
+//! generator's own wakeups off the workers' CPUs.
 
 use clap::Parser;
 use eevdf_rt::compat::hyper::Timer as GreenTimer;
@@ -137,6 +141,11 @@ struct Args {
     /// Leave the workers of both runtimes unpinned
     #[arg(long)]
     no_pin: bool,
+    /// Pin the load generator's threads to the CPUs the pinned workers do
+    /// not use, so that the clients never share a CPU with a worker (needs
+    /// more allowed CPUs than --workers)
+    #[arg(long)]
+    split_cpus: bool,
     /// Draw the latency route's percentiles (mixed phase) and the throughput to this SVG file
     #[arg(long)]
     plot: Option<PathBuf>,
@@ -160,6 +169,23 @@ impl Args {
         cli::check_range("--heavy-unit-us", self.heavy_unit_us, 1.0..=1e6)?;
         cli::check_range("--latency-slice-us", self.latency_slice_us, 100..=100_000)?;
         cli::check_range("--heavy-nice", self.heavy_nice, -20..=19)?;
+        if self.split_cpus {
+            if self.no_pin {
+                return Err(
+                    "--split-cpus pins the workers and the load generator apart; \
+                            it cannot be combined with --no-pin"
+                        .into(),
+                );
+            }
+            let n = os::allowed_cpus().len();
+            if self.workers >= n {
+                return Err(format!(
+                    "--split-cpus: {} worker(s) on {n} allowed CPU(s) leave none for the \
+                     load generator; use fewer --workers",
+                    self.workers
+                ));
+            }
+        }
         cli::check_range("--idle-spin-us", self.idle_spin_us, 0..=1_000_000)?;
         eevdf_rt::sched::Features::parse(&self.features).map_err(|e| format!("--features: {e}"))?;
         self.trace.check()?;
@@ -460,12 +486,33 @@ struct Phase {
     heavy: u64,
 }
 
+/// The CPUs of the load generator: with `--split-cpus`, the allowed CPUs
+/// after the first `--workers` (where both runtimes pin their workers);
+/// otherwise none (the generator is not pinned).
+fn generator_cpus(args: &Args) -> Arc<[usize]> {
+    if args.split_cpus {
+        os::allowed_cpus().into_iter().skip(args.workers).collect()
+    } else {
+        Arc::from([])
+    }
+}
+
+/// Pins the calling generator thread (its `i`-th) to one of `cpus`, if any.
+fn pin_generator(cpus: &[usize], i: usize) -> Result<(), String> {
+    match cpus.len() {
+        0 => Ok(()),
+        n => os::pin_current_thread(cpus[i % n]).map_err(|e| format!("--split-cpus: {e}")),
+    }
+}
+
 /// Throughput phase: `clients` connections back to back for `d`.
-fn throughput(addr: SocketAddr, clients: usize, d: Duration) -> Phase {
+fn throughput(addr: SocketAddr, clients: usize, d: Duration, cpus: &Arc<[usize]>) -> Phase {
     let end = Instant::now() + d;
     let hs: Vec<_> = (0..clients)
         .map(|c| {
+            let cpus = cpus.clone();
             std::thread::spawn(move || -> Result<u64, String> {
+                pin_generator(&cpus, c)?;
                 let _ = os::set_kernel_slice(Duration::from_micros(100));
                 let mut cl = Client::connect(addr).map_err(|e| format!("client {c}: {e}"))?;
                 let mut n = 0u64;
@@ -491,14 +538,17 @@ fn throughput(addr: SocketAddr, clients: usize, d: Duration) -> Phase {
 }
 
 /// Mixed phase: heavy clients back to back, latency clients paced.
-fn mixed(addr: SocketAddr, args: &Args) -> Phase {
+fn mixed(addr: SocketAddr, args: &Args, cpus: &Arc<[usize]>) -> Phase {
     let d = args.duration;
     let start = Instant::now() + Duration::from_millis(50);
     let end = start + d;
     let period = Duration::from_micros(args.latency_interval_us);
-    let heavy: Vec<_> = (0..args.heavy_clients)
+    let heavy_clients = args.heavy_clients;
+    let heavy: Vec<_> = (0..heavy_clients)
         .map(|c| {
+            let cpus = cpus.clone();
             std::thread::spawn(move || -> Result<u64, String> {
+                pin_generator(&cpus, c)?;
                 let mut cl = Client::connect(addr).map_err(|e| format!("heavy {c}: {e}"))?;
                 let mut n = 0;
                 while Instant::now() < end {
@@ -515,7 +565,10 @@ fn mixed(addr: SocketAddr, args: &Args) -> Phase {
     let clients = args.clients;
     let light: Vec<_> = (0..clients)
         .map(|c| {
+            let cpus = cpus.clone();
+            let pin_index = heavy_clients + c;
             std::thread::spawn(move || -> Result<[Histogram<u64>; 4], String> {
+                pin_generator(&cpus, pin_index)?;
                 let _ = os::set_kernel_slice(Duration::from_micros(100));
                 let mut h = hist::new();
                 let mut lag = hist::new();
@@ -628,8 +681,9 @@ fn run_side(
         Side::Tokio => start_tokio(args, svc.clone())?,
     };
     // Warm-up: connections, stacks, caches.
-    let _ = throughput(addr, args.clients, Duration::from_millis(100));
-    let t = throughput(addr, args.clients, args.duration);
+    let cpus = generator_cpus(args);
+    let _ = throughput(addr, args.clients, Duration::from_millis(100), &cpus);
+    let t = throughput(addr, args.clients, args.duration, &cpus);
     let wait0 = os::threads_run_delay(side.thread_prefix());
     let stats0 = server.green_stats();
     let traced = server.green().filter(|_| trace);
@@ -637,7 +691,7 @@ fn run_side(
         args.trace.start(rt)?;
     }
     let t0 = Instant::now();
-    let m = mixed(addr, args);
+    let m = mixed(addr, args, &cpus);
     let elapsed = t0.elapsed();
     if let Some(rt) = traced {
         args.trace.finish(rt)?;

@@ -451,4 +451,33 @@ fn http_service() {
     run_bad("http_service", &["--heavy-nice", "30"]);
     run_bad("http_service", &["--clients", "many"]);
     run_bad("http_service", &["--bogus"]);
+    run_bad("http_service", &["--split-cpus", "--no-pin"]);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    run_bad(
+        "http_service",
+        &["--split-cpus", "--workers", &cpus.to_string()],
+    );
+    if cpus >= 2 {
+        // The generator on the CPUs the worker leaves free: still every
+        // response checked.
+        let out = run_ok(
+            "http_service",
+            &[
+                "--workers",
+                "1",
+                "--split-cpus",
+                "--duration",
+                "0.1",
+                "--rounds",
+                "1",
+                "--clients",
+                "2",
+                "--heavy-clients",
+                "1",
+                "--heavy-us",
+                "200",
+            ],
+        );
+        assert!(out.contains("responses correct"), "{out}");
+    }
 }

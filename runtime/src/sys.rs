@@ -11,6 +11,15 @@ pub(crate) fn set_min_timer_slack() {
     let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Offers the calling thread's CPU to any other thread the kernel has
+/// runnable there (`sched_yield`); returns at once when there is none.
+#[inline]
+pub(crate) fn yield_cpu() {
+    // SAFETY: sched_yield takes no arguments, touches no memory and cannot
+    // fail on Linux.
+    let _ = unsafe { libc::sched_yield() };
+}
+
 /// Futex wait and wake on a process-private word (linux-futex).
 pub(crate) mod futex {
     use linux_futex::{AsFutex, Private};

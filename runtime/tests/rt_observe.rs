@@ -242,6 +242,7 @@ fn the_kernel_preset_is_the_kernels_defaults() {
         "NO_WA_SYNC",
         "NO_WA_STALE",
         "NO_SPAWN_LOCAL",
+        "NO_OS_YIELD",
     ] {
         assert!(f.contains(off), "{f}");
     }

@@ -138,6 +138,20 @@ features! {
     /// its parent's worker. Off: on the idlest worker, like the kernel's fork
     /// balancing (docs/kernel-discussions.md §4).
     SpawnLocal = "SPAWN_LOCAL", default true, source "runtime (docs/kernel-discussions.md §4)";
+    /// Runtime's own: a busy worker gives the kernel a scheduling point
+    /// at its paced poll (at most every 50 µs, at a switch or a preemption
+    /// point's slow path): one `sched_yield`, about 150 ns when nothing
+    /// else waits for its CPU. Another thread the kernel woke on that CPU —
+    /// a client of the service, a sidecar, the runtime's own monitor — is
+    /// often not the kernel's EEVDF pick at the moment of its wakeup (it
+    /// has just run, or the worker's thread is inside its slice
+    /// protection) and would otherwise wait for the next kernel tick or the
+    /// next wakeup on that CPU, typically 0.3–4 ms; with the yield it waits
+    /// at most about one poll interval. The kernel has no counterpart (a
+    /// CPU does not yield to the hypervisor), so the `kernel` preset turns
+    /// it off. Off: the worker's thread keeps its CPU until the kernel
+    /// preempts it.
+    OsYield = "OS_YIELD", default true, source "runtime";
 }
 
 impl Feature {
@@ -204,7 +218,7 @@ impl Features {
     /// preset): the runtime's defaults with HRTICK, TTWU_QUEUE_DEFAULT and
     /// TTWU_QUEUE_DELAYED off (off or not merged in 6.17), SPAWN_LOCAL
     /// off (the kernel balances a new task onto the idlest CPU), and the
-    /// runtime's own WA_SYNC and WA_STALE off. WAKE_IDLE,
+    /// runtime's own WA_SYNC, WA_STALE and OS_YIELD off. WAKE_IDLE,
     /// WA_IO and NEWIDLE_BALANCE stay on: they stand for the kernel's
     /// `select_idle_sibling`, `wake_affine` (WA_WEIGHT) and newidle
     /// balancing, which 6.17 does.
@@ -215,7 +229,7 @@ impl Features {
     /// assert!(!k.is_enabled(Feature::Hrtick));
     /// assert!(k.is_enabled(Feature::DelayDequeue));
     /// assert_eq!(Features::parse("kernel").unwrap(), k);
-    /// assert_eq!(k.diff_from_default(), "NO_HRTICK,NO_TTWU_QUEUE_DELAYED,NO_TTWU_QUEUE_DEFAULT,NO_WA_SYNC,NO_WA_STALE,NO_SPAWN_LOCAL");
+    /// assert_eq!(k.diff_from_default(), "NO_HRTICK,NO_TTWU_QUEUE_DELAYED,NO_TTWU_QUEUE_DEFAULT,NO_WA_SYNC,NO_WA_STALE,NO_SPAWN_LOCAL,NO_OS_YIELD");
     /// ```
     pub fn kernel() -> Self {
         Self::default()
@@ -225,6 +239,7 @@ impl Features {
             .with(Feature::WaSync, false)
             .with(Feature::WaStale, false)
             .with(Feature::SpawnLocal, false)
+            .with(Feature::OsYield, false)
     }
 
     /// Whether `f` is on.

@@ -8,8 +8,10 @@
 //! (4) picks with EEVDF (completing delayed dequeues the pick chooses), and
 //! (5) resumes the chosen task; with nothing runnable it balances, polls
 //! and parks. One clock read per switch (`now` is read once and passed
-//! down); no allocation or syscall in the steady state. Must not: run user
-//! code on the scheduler stack (timers only wake tasks).
+//! down); no allocation, and no system call in the steady state but the
+//! paced poll's (at most one `sched_yield` and one non-blocking poll per
+//! 50 µs). Must not: run user code on the scheduler stack (timers only
+//! wake tasks).
 
 use super::{idle as idle_state, tls, Rq, Worker, BUSY_POLL_INTERVAL, RECHECK, RESCHED, WAKELIST};
 use crate::context::{GreenStack, Resumed, Switch};
@@ -373,7 +375,9 @@ fn pick(w: &Worker, rq: &mut Rq, now: u64) -> Option<Running> {
 /// [`BUSY_POLL_INTERVAL`], and a no-op while an idle worker is blocked in
 /// the reactor (it gets the events itself) or nothing is registered. The
 /// caller refreshes `next_event` afterwards. Readiness it finds becomes
-/// ordinary wakeups (often onto this worker).
+/// ordinary wakeups (often onto this worker). With OS_YIELD it first
+/// yields the worker's CPU to any thread the kernel has waiting there
+/// (`sched_features`, OS_YIELD).
 #[inline]
 pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) {
     let d = &w.deadlines;
@@ -382,6 +386,12 @@ pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) {
     }
     d.next_poll
         .store(now + BUSY_POLL_INTERVAL, Ordering::Relaxed);
+    // OS_YIELD: a scheduling point for the kernel first, so that another
+    // thread woken on this CPU (often one that will then write to a socket
+    // this poll watches) runs now rather than at the kernel's next tick.
+    if sh.feature(Feature::OsYield) {
+        crate::sys::yield_cpu();
+    }
     // io_uring: submit what is queued and reap this worker's ring.
     crate::io::uring::at_tick(sh);
     if let Some(r) = crate::io::reactor::get(sh) {

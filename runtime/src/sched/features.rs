@@ -141,7 +141,8 @@ features! {
     /// Runtime's own: a busy worker gives the kernel a scheduling point
     /// at its paced poll (at most every 50 µs, at a switch or a preemption
     /// point's slow path): one `sched_yield`, about 150 ns when nothing
-    /// else waits for its CPU. Another thread the kernel woke on that CPU —
+    /// else waits for its CPU, skipped when the poll has just given the
+    /// worker a task to switch to (that task runs first). Another thread the kernel woke on that CPU —
     /// a client of the service, a sidecar, the runtime's own monitor — is
     /// often not the kernel's EEVDF pick at the moment of its wakeup (it
     /// has just run, or the worker's thread is inside its slice

@@ -375,9 +375,9 @@ fn pick(w: &Worker, rq: &mut Rq, now: u64) -> Option<Running> {
 /// [`BUSY_POLL_INTERVAL`], and a no-op while an idle worker is blocked in
 /// the reactor (it gets the events itself) or nothing is registered. The
 /// caller refreshes `next_event` afterwards. Readiness it finds becomes
-/// ordinary wakeups (often onto this worker). With OS_YIELD it first
-/// yields the worker's CPU to any thread the kernel has waiting there
-/// (`sched_features`, OS_YIELD).
+/// ordinary wakeups (often onto this worker). With OS_YIELD it then
+/// yields the worker's CPU to any thread the kernel has waiting there,
+/// unless the poll just gave this worker a task to switch to.
 #[inline]
 pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) {
     let d = &w.deadlines;
@@ -386,16 +386,17 @@ pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) {
     }
     d.next_poll
         .store(now + BUSY_POLL_INTERVAL, Ordering::Relaxed);
-    // OS_YIELD: a scheduling point for the kernel first, so that another
-    // thread woken on this CPU (often one that will then write to a socket
-    // this poll watches) runs now rather than at the kernel's next tick.
-    if sh.feature(Feature::OsYield) {
-        crate::sys::yield_cpu();
-    }
     // io_uring: submit what is queued and reap this worker's ring.
     crate::io::uring::at_tick(sh);
     if let Some(r) = crate::io::reactor::get(sh) {
         r.poll_now();
+    }
+    // OS_YIELD: a scheduling point for the kernel, so that another thread
+    // it woke on this CPU runs now rather than at its next tick — unless
+    // this poll (or a waker) just gave this worker something to switch to
+    // or drain: that work goes first, the next poll yields.
+    if sh.feature(Feature::OsYield) && w.flags() & (RESCHED | WAKELIST) == 0 {
+        crate::sys::yield_cpu();
     }
 }
 

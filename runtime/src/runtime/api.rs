@@ -198,12 +198,16 @@ fn preempt_slow_as(instead: Option<Switch>) -> bool {
 fn preempt_owned(
     sh: &crate::shared::Shared,
     w: &crate::worker::Worker,
-    stolen: u64,
+    mut stolen: u64,
 ) -> Option<Switch> {
-    let now = clock::now();
+    let mut now = clock::now();
     // I/O first: the readiness it dispatches may land on this worker's
-    // queue or wakelist, and is then handled below.
-    crate::worker::run::busy_poll(sh, w, now);
+    // queue or wakelist, and is then handled below. The time away in an
+    // OS_YIELD yield is left uncharged, like steal time.
+    if let Some(y) = crate::worker::run::busy_poll(sh, w, now) {
+        stolen += y.away;
+        now = y.now;
+    }
     let flags = w.flags_acquire();
     if flags & RECHECK != 0 {
         w.clear_flags(RECHECK);

@@ -81,8 +81,8 @@ impl Builder {
     /// Defaults: one worker per available CPU, pinned; 256 KiB stacks; base
     /// slice `0.7 ms × (1 + ⌊log2(min(workers, 8))⌋)`; 1 ms tick; 50 µs idle
     /// spin; the runtime's feature defaults — the kernel's 6.17 defaults
-    /// except HRTICK, TTWU_QUEUE_DEFAULT, TTWU_QUEUE_DELAYED, WA_SYNC and
-    /// SPAWN_LOCAL, which are on (`features("kernel")` for the kernel's
+    /// except HRTICK, TTWU_QUEUE_DEFAULT, TTWU_QUEUE_DELAYED, WA_SYNC,
+    /// WA_STALE, SPAWN_LOCAL and OS_YIELD, which are on (`features("kernel")` for the kernel's
     /// exact set; see `docs/features.md`); stacks guarded by
     /// [`StackGuard::Auto`]; a blocking pool of at most 512 threads that
     /// linger 10 s.

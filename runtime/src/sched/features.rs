@@ -142,16 +142,20 @@ features! {
     /// at its paced poll (at most every 50 µs, at a switch or a preemption
     /// point's slow path): one `sched_yield`, about 150 ns when nothing
     /// else waits for its CPU, skipped when the poll has just given the
-    /// worker a task to switch to (that task runs first). Another thread the kernel woke on that CPU —
-    /// a client of the service, a sidecar, the runtime's own monitor — is
-    /// often not the kernel's EEVDF pick at the moment of its wakeup (it
-    /// has just run, or the worker's thread is inside its slice
-    /// protection) and would otherwise wait for the next kernel tick or the
-    /// next wakeup on that CPU, typically 0.3–4 ms; with the yield it waits
-    /// at most about one poll interval. The kernel has no counterpart (a
-    /// CPU does not yield to the hypervisor), so the `kernel` preset turns
-    /// it off. Off: the worker's thread keeps its CPU until the kernel
-    /// preempts it.
+    /// worker a task to switch to (that task runs first). Another thread
+    /// the kernel woke on that CPU — a client of the service, a sidecar,
+    /// the runtime's own monitor — is often not the kernel's EEVDF pick at
+    /// the moment of its wakeup (it has just run, or the worker's thread is
+    /// inside its slice protection) and would otherwise wait for the next
+    /// kernel tick or the next wakeup on that CPU, typically 0.3–4 ms; with
+    /// the yield it waits at most about one poll interval. The time away is
+    /// not charged to the green thread. A yield that kept the worker away
+    /// for more than 200 µs (a thread that wants the whole CPU; since Linux
+    /// 6.18 each such yield also forfeits the rest of the worker thread's
+    /// kernel slice) stops the yields for a back-off of 10 ms, doubling to
+    /// 1 s, so a CPU-bound neighbour still gets only its fair half. The
+    /// kernel has no counterpart, so the `kernel` preset turns it off.
+    /// Off: the worker's thread keeps its CPU until the kernel preempts it.
     OsYield = "OS_YIELD", default true, source "runtime";
 }
 

@@ -220,6 +220,11 @@ pub(crate) struct Deadlines {
     pub(crate) next_tick: AtomicU64,
     /// The next busy poll of the I/O reactor (ns).
     pub(crate) next_poll: AtomicU64,
+    /// OS_YIELD: no yield before this time (ns), after a yield that gave
+    /// the CPU away for long (`worker::run::os_yield`).
+    pub(crate) yield_after: AtomicU64,
+    /// OS_YIELD: the current back-off (ns; 0 after a short yield).
+    pub(crate) yield_backoff: AtomicU64,
 }
 
 impl Deadlines {
@@ -228,6 +233,8 @@ impl Deadlines {
             next_event: AtomicU64::new(0),
             next_tick: AtomicU64::new(0),
             next_poll: AtomicU64::new(0),
+            yield_after: AtomicU64::new(0),
+            yield_backoff: AtomicU64::new(0),
         }
     }
 }

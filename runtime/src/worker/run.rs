@@ -171,7 +171,15 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     if w.next_timer.load(Ordering::Relaxed) <= now {
         fire_timers(w, now, &mut local.expired);
     }
-    busy_poll(sh, w, now);
+    if let Some(y) = busy_poll(sh, w, now) {
+        // The time away in OS_YIELD's yield is nobody's: `prev` (still the
+        // queue's current entity) is not charged for it, and the next task
+        // starts from the later reading.
+        if local.prev.is_some() {
+            local.stolen += y.away;
+        }
+        now = y.now;
+    }
     let mut rq = w.lock_rq(sh, now);
     let prev = local.prev.take();
     let mut preempted: Option<(u64, bool)> = None;
@@ -372,32 +380,94 @@ fn pick(w: &Worker, rq: &mut Rq, now: u64) -> Option<Running> {
 
 /// A busy worker's paced, non-blocking poll of the I/O reactor, at its
 /// switches and preemption points: at most once per
-/// [`BUSY_POLL_INTERVAL`], and a no-op while an idle worker is blocked in
-/// the reactor (it gets the events itself) or nothing is registered. The
-/// caller refreshes `next_event` afterwards. Readiness it finds becomes
-/// ordinary wakeups (often onto this worker). With OS_YIELD it then
-/// yields the worker's CPU to any thread the kernel has waiting there,
-/// unless the poll just gave this worker a task to switch to.
+/// [`BUSY_POLL_INTERVAL`]; the reactor's part is a no-op while an idle
+/// worker is blocked in the reactor (it gets the events itself) or nothing
+/// is registered. The caller refreshes `next_event` afterwards. Readiness
+/// it finds becomes ordinary wakeups (often onto this worker).
+///
+/// With OS_YIELD it then yields the worker's CPU to any thread the kernel
+/// has waiting there ([`os_yield`]), unless the poll or a waker has just
+/// given this worker a task (RESCHED, WAKELIST, or a longer queue): that
+/// task runs first, the next poll yields. Returns what the yield took, if
+/// one was made: the caller leaves that time uncharged and carries on
+/// with the later clock reading.
 #[inline]
-pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) {
+pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) -> Option<Yielded> {
     let d = &w.deadlines;
     if now < d.next_poll.load(Ordering::Relaxed) {
-        return;
+        return None;
     }
     d.next_poll
         .store(now + BUSY_POLL_INTERVAL, Ordering::Relaxed);
+    let queued = w.nr_running();
     // io_uring: submit what is queued and reap this worker's ring.
     crate::io::uring::at_tick(sh);
     if let Some(r) = crate::io::reactor::get(sh) {
         r.poll_now();
     }
-    // OS_YIELD: a scheduling point for the kernel, so that another thread
-    // it woke on this CPU runs now rather than at its next tick — unless
-    // this poll (or a waker) just gave this worker something to switch to
-    // or drain: that work goes first, the next poll yields.
-    if sh.feature(Feature::OsYield) && w.flags() & (RESCHED | WAKELIST) == 0 {
-        crate::sys::yield_cpu();
+    if sh.feature(Feature::OsYield)
+        && now >= d.yield_after.load(Ordering::Relaxed)
+        && w.flags() & (RESCHED | WAKELIST) == 0
+        && w.nr_running() == queued
+    {
+        return Some(os_yield(w));
     }
+    None
+}
+
+/// What an OS_YIELD yield took.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Yielded {
+    /// Time the worker's thread was away (ns).
+    pub(crate) away: u64,
+    /// The clock right after it came back.
+    pub(crate) now: u64,
+}
+
+/// A yield away counts as long beyond this (ns): another thread kept the
+/// CPU for more than a few short runs (a client's request is ~5–20 µs).
+const YIELD_LONG: u64 = 200_000;
+/// First back-off after a long yield (ns); it doubles after each further
+/// long one, up to [`YIELD_BACKOFF_MAX`].
+const YIELD_BACKOFF_MIN: u64 = 10_000_000;
+/// Longest back-off (ns).
+const YIELD_BACKOFF_MAX: u64 = 1_000_000_000;
+
+/// OS_YIELD's `sched_yield`, timed. A worker is one OS thread among others
+/// on its CPU, and the kernel reconsiders which of them runs only at a
+/// wakeup and at its tick; a thread woken there while it was not the
+/// kernel's EEVDF pick waits for the tick (4 ms at HZ=250) unless the busy
+/// worker gives the kernel a scheduling point.
+///
+/// The yield must not hand the CPU to a thread that wants all of it. Since
+/// Linux 6.18 a yield with another thread runnable also forfeits the
+/// caller's remaining kernel slice (its vruntime moves to its deadline),
+/// so a worker yielding every 50 µs beside a CPU-bound thread would get a
+/// few percent of the CPU. A yield that kept the worker away longer than
+/// [`YIELD_LONG`] therefore stops the yields for a back-off (10 ms,
+/// doubling to 1 s while yields stay long, reset by a short one): beside a
+/// CPU hog the worker loses at most about one kernel slice per back-off,
+/// while short wakers (clients of the service, the runtime's own monitor)
+/// keep getting the CPU within a poll interval.
+#[inline(never)]
+fn os_yield(w: &Worker) -> Yielded {
+    let before = clock::now();
+    crate::sys::yield_cpu();
+    let now = clock::now();
+    let away = now.saturating_sub(before);
+    let d = &w.deadlines;
+    if away > YIELD_LONG {
+        let b = d
+            .yield_backoff
+            .load(Ordering::Relaxed)
+            .saturating_mul(2)
+            .clamp(YIELD_BACKOFF_MIN, YIELD_BACKOFF_MAX);
+        d.yield_backoff.store(b, Ordering::Relaxed);
+        d.yield_after.store(now + b, Ordering::Relaxed);
+    } else if d.yield_backoff.load(Ordering::Relaxed) != 0 {
+        d.yield_backoff.store(0, Ordering::Relaxed);
+    }
+    Yielded { away, now }
 }
 
 /// Wakes the tasks whose timers are due.

@@ -230,6 +230,11 @@ fn preempt_owned(
         let mut rq = w.lock_rq(sh, now);
         if stolen > 0 {
             rq.q.forgive_current(stolen, now);
+            // Charge the rest, so that the HRTICK deadline the guard arms
+            // counts from an up-to-date vruntime.
+            if rq.q.charge_current(now) {
+                switch = true;
+            }
         }
         if flags & WAKELIST != 0 {
             // Remote wakeups queued for us while we run: enqueue them now

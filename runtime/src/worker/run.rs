@@ -171,6 +171,8 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
     if w.next_timer.load(Ordering::Relaxed) <= now {
         fire_timers(w, now, &mut local.expired);
     }
+    // When `prev` stopped (its statistics and trace end here).
+    let out_at = now;
     if let Some(y) = busy_poll(sh, w, now) {
         // The time away in OS_YIELD's yield is nobody's: `prev` (still the
         // queue's current entity) is not charged for it, and the next task
@@ -179,6 +181,9 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
             local.stolen += y.away;
         }
         now = y.now;
+        if w.next_timer.load(Ordering::Relaxed) <= now {
+            fire_timers(w, now, &mut local.expired);
+        }
     }
     let mut rq = w.lock_rq(sh, now);
     let prev = local.prev.take();
@@ -192,7 +197,7 @@ fn schedule(sh: &Shared, w: &Worker, local: &mut Local) -> Option<Running> {
         if let Resumed::Switched(Switch::Preempt { tick, .. }) = why {
             preempted = Some((p.get().id, tick));
         }
-        freed_stack = handle_prev(sh, w, &mut rq, p, why, now);
+        freed_stack = handle_prev(sh, w, &mut rq, p, why, out_at, now);
     }
     loop {
         drain_wakelist(sh, w, &mut rq, now);
@@ -242,7 +247,9 @@ fn recycle_stack(w: &Worker, stack: Option<GreenStack>) {
     }
 }
 
-/// Accounts the task that just switched out (its context is saved now).
+/// Accounts the task that just switched out (its context is saved now):
+/// its statistics and trace end at `out_at`, the queue works at `now`
+/// (later only by an OS_YIELD yield, which is forgiven, not charged).
 /// Returns the stack of a task that exited, for [`recycle_stack`] once
 /// the lock is dropped.
 fn handle_prev(
@@ -251,11 +258,12 @@ fn handle_prev(
     rq: &mut Rq,
     prev: Running,
     why: Resumed,
+    out_at: u64,
     now: u64,
 ) -> Option<GreenStack> {
     let p = prev.get();
-    crate::task::stats::switched_out_for(p, &why, now);
-    crate::trace::switch_out_for(sh, w.index, p, &why, now);
+    crate::task::stats::switched_out_for(p, &why, out_at);
+    crate::trace::switch_out_for(sh, w.index, p, &why, out_at);
     match why {
         Resumed::Switched(Switch::Yield) => {
             rq.q.yield_current(now);
@@ -388,9 +396,9 @@ fn pick(w: &Worker, rq: &mut Rq, now: u64) -> Option<Running> {
 /// With OS_YIELD it then yields the worker's CPU to any thread the kernel
 /// has waiting there ([`os_yield`]), unless the poll or a waker has just
 /// given this worker a task (RESCHED, WAKELIST, or a longer queue): that
-/// task runs first, the next poll yields. Returns what the yield took, if
-/// one was made: the caller leaves that time uncharged and carries on
-/// with the later clock reading.
+/// task runs first, the next poll yields. Returns what the yield took if
+/// it kept the worker away for at least [`YIELD_AWAY_MIN`]: the caller
+/// leaves that time uncharged and carries on with the later reading.
 #[inline]
 pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) -> Option<Yielded> {
     let d = &w.deadlines;
@@ -410,7 +418,7 @@ pub(crate) fn busy_poll(sh: &Shared, w: &Worker, now: u64) -> Option<Yielded> {
         && w.flags() & (RESCHED | WAKELIST) == 0
         && w.nr_running() == queued
     {
-        return Some(os_yield(w));
+        return os_yield(w);
     }
     None
 }
@@ -427,13 +435,19 @@ pub(crate) struct Yielded {
 /// A yield away counts as long beyond this (ns): another thread kept the
 /// CPU for more than a few short runs (a client's request is ~5–20 µs).
 const YIELD_LONG: u64 = 200_000;
+/// Shorter times away are not reported (ns): a yield with nothing else
+/// runnable returns in ~150 ns, and forgiving that much would only send
+/// every preemption point through the locked path (where the HRTICK
+/// deadline is re-armed) for nothing.
+const YIELD_AWAY_MIN: u64 = 20_000;
 /// First back-off after a long yield (ns); it doubles after each further
 /// long one, up to [`YIELD_BACKOFF_MAX`].
 const YIELD_BACKOFF_MIN: u64 = 10_000_000;
 /// Longest back-off (ns).
 const YIELD_BACKOFF_MAX: u64 = 1_000_000_000;
 
-/// OS_YIELD's `sched_yield`, timed. A worker is one OS thread among others
+/// OS_YIELD's `sched_yield`, timed; `None` when it came straight back
+/// (less than [`YIELD_AWAY_MIN`] away). A worker is one OS thread among others
 /// on its CPU, and the kernel reconsiders which of them runs only at a
 /// wakeup and at its tick; a thread woken there while it was not the
 /// kernel's EEVDF pick waits for the tick (4 ms at HZ=250) unless the busy
@@ -450,12 +464,19 @@ const YIELD_BACKOFF_MAX: u64 = 1_000_000_000;
 /// while short wakers (clients of the service, the runtime's own monitor)
 /// keep getting the CPU within a poll interval.
 #[inline(never)]
-fn os_yield(w: &Worker) -> Yielded {
+fn os_yield(w: &Worker) -> Option<Yielded> {
     let before = clock::now();
     crate::sys::yield_cpu();
     let now = clock::now();
     let away = now.saturating_sub(before);
+    if away < YIELD_AWAY_MIN {
+        return None;
+    }
     let d = &w.deadlines;
+    // The next poll (and yield) a full interval after coming back, not at
+    // the very next preemption point.
+    d.next_poll
+        .store(now + BUSY_POLL_INTERVAL, Ordering::Relaxed);
     if away > YIELD_LONG {
         let b = d
             .yield_backoff
@@ -467,7 +488,7 @@ fn os_yield(w: &Worker) -> Yielded {
     } else if d.yield_backoff.load(Ordering::Relaxed) != 0 {
         d.yield_backoff.store(0, Ordering::Relaxed);
     }
-    Yielded { away, now }
+    Some(Yielded { away, now })
 }
 
 /// Wakes the tasks whose timers are due.

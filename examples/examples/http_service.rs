@@ -428,19 +428,9 @@ impl Client {
                 head.lines().next().unwrap_or("")
             )));
         }
-        let len: usize = head
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case("content-length")
-                    .then(|| v.trim().parse().ok())?
-            })
-            .ok_or_else(|| io::Error::other("no content-length"))?;
-        self.served_ns = head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("x-served-ns")
-                .then(|| v.trim().parse().ok())?
-        });
+        let len = header(head, "content-length")
+            .ok_or_else(|| io::Error::other("no content-length"))? as usize;
+        self.served_ns = header(head, "x-served-ns");
         while self.buf.len() < head_end + len {
             let n = self.s.read(&mut chunk)?;
             if n == 0 {
@@ -464,6 +454,15 @@ impl Client {
         self.served_ns
             .ok_or_else(|| io::Error::other(format!("no x-served-ns for seq {seq}")))
     }
+}
+
+/// The numeric value of header `name` in a response head, if present.
+fn header(head: &str, name: &str) -> Option<u64> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name)
+            .then(|| v.trim().parse().ok())?
+    })
 }
 
 /// What one phase on one runtime produced.

@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 /// The tests pin threads to the same CPU: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// How late (µs, sorted) a SCHED_BATCH thread pinned to the busy worker's
-/// CPU wakes from 200 µs sleeps, while a green thread keeps the worker
-/// busy with preemption points. A batch thread never preempts on wakeup
-/// (the kernel lets it run at its tick, or when the running thread blocks
-/// or yields): the same wait as a normal thread that the kernel does not
-/// pick at its wakeup, made deterministic. `None` if the process cannot
-/// pin threads or switch a thread to SCHED_BATCH.
-fn batch_lateness_beside_busy_worker(features: &str) -> Option<Vec<u64>> {
+/// Runs `f` on an OS thread pinned to the CPU of a one-worker runtime
+/// (with `features`) whose worker a green thread keeps busy with
+/// preemption points. `None` if the process cannot pin threads, or if `f`
+/// returns `None`.
+fn beside_busy_worker<R: Send + 'static>(
+    features: &str,
+    f: impl FnOnce() -> Option<R> + Send + 'static,
+) -> Option<R> {
     let cpu = *core_affinity::get_core_ids()?.first()?;
     let rt = Builder::new()
         .workers(1)
@@ -38,10 +38,27 @@ fn batch_lateness_beside_busy_worker(features: &str) -> Option<Vec<u64>> {
             eevdf_rt::preempt_point();
         }
     });
-    let sleeper = std::thread::spawn(move || {
+    let beside = std::thread::spawn(move || {
         if !core_affinity::set_for_current(cpu) {
             return None;
         }
+        f()
+    });
+    let out = beside.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    busy.join().unwrap();
+    rt.shutdown();
+    out
+}
+
+/// How late (µs, sorted) a SCHED_BATCH thread pinned to the busy worker's
+/// CPU wakes from 200 µs sleeps. A batch thread never preempts on wakeup
+/// (the kernel lets it run at its tick, or when the running thread blocks
+/// or yields): the same wait as a normal thread that the kernel does not
+/// pick at its wakeup, made deterministic. `None` if the process cannot
+/// pin threads or switch a thread to SCHED_BATCH.
+fn batch_lateness_beside_busy_worker(features: &str) -> Option<Vec<u64>> {
+    beside_busy_worker(features, || {
         let param = libc::sched_param { sched_priority: 0 };
         // SAFETY: sched_setscheduler on the calling thread (pid 0) with a
         // valid sched_param; SCHED_BATCH at priority 0 needs no privilege.
@@ -56,12 +73,7 @@ fn batch_lateness_beside_busy_worker(features: &str) -> Option<Vec<u64>> {
         }
         late.sort_unstable();
         Some(late)
-    });
-    let late = sleeper.join().unwrap();
-    stop.store(true, Ordering::Relaxed);
-    busy.join().unwrap();
-    rt.shutdown();
-    late
+    })
 }
 
 #[test]
@@ -112,38 +124,13 @@ fn thread_cpu_ns() -> u64 {
 /// The share of its CPU (0..1) that a CPU-bound thread pinned beside a
 /// busy worker gets over `wall`. `None` if the process cannot pin threads.
 fn hog_share_beside_busy_worker(features: &str, wall: Duration) -> Option<f64> {
-    let cpu = *core_affinity::get_core_ids()?.first()?;
-    let rt = Builder::new()
-        .workers(1)
-        .pin_workers(true)
-        .features(features)
-        .build()
-        .unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let busy = rt.spawn(move || {
-        while !s.load(Ordering::Relaxed) {
-            for _ in 0..1000 {
-                std::hint::black_box(0u64);
-            }
-            eevdf_rt::preempt_point();
-        }
-    });
-    let hog = std::thread::spawn(move || {
-        if !core_affinity::set_for_current(cpu) {
-            return None;
-        }
+    beside_busy_worker(features, move || {
         let (t0, c0) = (Instant::now(), thread_cpu_ns());
         while t0.elapsed() < wall {
             std::hint::black_box(0u64);
         }
         Some((thread_cpu_ns() - c0) as f64 / t0.elapsed().as_nanos() as f64)
-    });
-    let share = hog.join().unwrap();
-    stop.store(true, Ordering::Relaxed);
-    busy.join().unwrap();
-    rt.shutdown();
-    share
+    })
 }
 
 #[test]

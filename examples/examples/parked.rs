@@ -29,6 +29,13 @@ struct Args {
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Also print the runtime's per-worker counters (spawns, steals,
+    /// switches) to stderr.
+    #[arg(long)]
+    stats: bool,
+    /// Scheduler features (`sched_features` syntax, e.g. `NO_SPAWN_LOCAL`).
+    #[arg(long, default_value = "default")]
+    features: String,
 }
 
 fn main() {
@@ -37,7 +44,11 @@ fn main() {
         eprintln!("--threads and --workers must be at least 1");
         std::process::exit(2);
     }
-    let rt = match eevdf_rt::Builder::new().workers(a.workers).build() {
+    let rt = match eevdf_rt::Builder::new()
+        .workers(a.workers)
+        .features(&a.features)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("runtime: {e}");
@@ -83,6 +94,11 @@ fn main() {
         Ok((spawn_s, rss, pte, maps, joined))
     });
     let total = start.elapsed().as_secs_f64();
+    if a.stats {
+        for (i, w) in rt.stats().workers.iter().enumerate() {
+            eprintln!("worker {i}: {w:?}");
+        }
+    }
     match r {
         Ok((spawn_s, rss, pte, maps, joined)) => {
             println!(

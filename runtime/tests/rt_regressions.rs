@@ -98,6 +98,63 @@ fn successful_io_is_a_preemption_point() {
     );
 }
 
+/// Every way of spawning from a green thread is a preemption point, as a
+/// fork is in the kernel. `task::Builder::spawn` (and `Runtime::spawn`,
+/// `spawn_future`) used not to be: a green thread spawning in a loop kept
+/// its worker until the loop ended, so on one worker with hand-off off a
+/// 1 ms sleeper woke only after the loop (and with hand-off on, the
+/// monitor had to replace the worker's thread: the `parked` example
+/// triggered hand-offs).
+#[test]
+fn every_spawn_is_a_preemption_point() {
+    let _turn = one_at_a_time();
+    type SpawnFn = fn(&eevdf_rt::Runtime) -> eevdf_rt::JoinHandle<()>;
+    let ways: [(&str, SpawnFn); 4] = [
+        ("eevdf_rt::spawn", |_| eevdf_rt::spawn(|| ())),
+        ("task::Builder::spawn", |_| {
+            eevdf_rt::task::Builder::new().spawn(|| ()).unwrap()
+        }),
+        ("Runtime::spawn", |rt| rt.spawn(|| ())),
+        ("spawn_future", |_| eevdf_rt::spawn_future(async {})),
+    ];
+    for (name, spawn) in ways {
+        let late = with_timeout(60, name, move || {
+            let rt = std::sync::Arc::new(
+                eevdf_rt::Builder::new()
+                    .workers(1)
+                    .handoff(None)
+                    .build()
+                    .unwrap(),
+            );
+            let rt2 = rt.clone();
+            rt.block_on(move || {
+                let sleeper = eevdf_rt::spawn(|| {
+                    let deadline = Instant::now() + Duration::from_millis(1);
+                    eevdf_rt::sleep_until(deadline);
+                    Instant::now() - deadline
+                });
+                eevdf_rt::yield_now(); // let the sleeper arm its timer
+                let end = Instant::now() + Duration::from_millis(300);
+                let mut children = Vec::new();
+                while Instant::now() < end {
+                    children.push(spawn(&rt2));
+                    if children.len() == 64 {
+                        // Joining would block (a preemption point of its
+                        // own): drop the handles instead.
+                        children.clear();
+                    }
+                }
+                sleeper.join().unwrap()
+            })
+        });
+        // Without the preemption point the sleeper waits for the whole loop.
+        assert!(
+            late < Duration::from_millis(150),
+            "{name}: the sleeper woke {late:?} late: the spawn loop was never preempted"
+        );
+    }
+}
+
 /// `WorkerStats::wakeup_preemptions` ("wakeups whose preemption check asked
 /// the running task to reschedule") used to be counted only on the inline
 /// wake paths, not for wakeups activated from a wakelist (every wakeup from

@@ -47,8 +47,6 @@ where
         Ok(h) => h,
         Err(e) => panic!("eevdf_rt::spawn: {e}"),
     };
-    drop(sh);
-    preempt_point();
     h
 }
 

@@ -31,12 +31,30 @@ pub(crate) fn current_shared() -> Option<Arc<Shared>> {
         .or_else(super::blocking::current_shared)
 }
 
-/// Spawns `f` as a green thread on `sh`.
+/// Spawns `f` as a green thread on `sh`, then, called from a green
+/// thread, passes a preemption point.
+///
+/// That is the kernel's behaviour too (a fork returns to user space, where
+/// the parent may be preempted by the child, a tick or a timer), and it is
+/// what keeps a loop of spawns from being a loop without preemption
+/// points: without it such a loop holds its worker until it ends, and the
+/// hand-off monitor has to replace the worker's thread.
 pub(crate) fn spawn_green<F, T>(
     sh: &Arc<Shared>,
     opts: SpawnOpts,
     f: F,
 ) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let h = build_and_place(sh, opts, f)?;
+    crate::runtime::api::preempt_point();
+    Ok(h)
+}
+
+/// [`spawn_green`] without the preemption point.
+fn build_and_place<F, T>(sh: &Arc<Shared>, opts: SpawnOpts, f: F) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,

@@ -1,10 +1,10 @@
 //! Slabs: one memory mapping holding many green-thread stacks, and the
 //! process-wide table of slabs that the overflow handler reads.
 //!
-//! Owns: the `mmap` of a slab, its guard pages and the prefaulted top
-//! page of each stack (set once per slab, in batched `process_madvise`
-//! calls where the kernel has them),
-//! the geometry of the stacks in it, `madvise` to give a free stack's
+//! Owns: the `mmap` of a slab, its guard pages (set once per slab, in
+//! batched `process_madvise` calls where the kernel has them), faulting in
+//! the top pages of a batch of stacks about to be handed out
+//! ([`prefault_tops`]), the geometry of the stacks in it, `madvise` to give a free stack's
 //! memory back, the count of mappings the slabs use, and [`TABLE`]: an
 //! append-only array of slab ranges, published with `Release`, which a
 //! signal handler can search without locks or allocation. Must not: keep
@@ -216,13 +216,26 @@ fn set_guards(g: &Geometry, start: usize, count: usize) -> io::Result<()> {
             check(unsafe { libc::mprotect(start as *mut _, page, libc::PROT_NONE) })?;
         }
     }
-    // Every stack's first frame goes into its top page (corosensei writes
-    // it when the context is created): fault them all in now, in one call,
-    // rather than one page fault per spawn. Best effort: a kernel without
-    // it leaves them to fault on first use.
-    let tops = (0..count).map(|i| (g.region(start, i) + g.stride - 1) / page * page);
-    pidfd.advise(tops, page, MADV_POPULATE_WRITE);
     Ok(())
+}
+
+/// Faults in the top page of each stack whose stride starts at one of
+/// `regions` (stacks of geometry `g`), in one `process_madvise` call per
+/// batch instead of one page fault per spawn: every stack's first frame
+/// goes there (corosensei writes it when the context is created).
+///
+/// Called for a batch of stacks just before they are handed out, not for
+/// a whole slab when it is mapped: the pages are then still in this CPU's
+/// cache when the spawns write their first frames (a slab's 1,024 pages,
+/// 4 MiB, are not). Best effort: a kernel without `MADV_POPULATE_WRITE`
+/// leaves them to fault on first use.
+pub(crate) fn prefault_tops(g: &Geometry, regions: &[usize]) {
+    if regions.is_empty() {
+        return;
+    }
+    let page = page_size();
+    let tops = regions.iter().map(|&r| (r + g.stride - 1) / page * page);
+    PidFd::open().advise(tops, page, MADV_POPULATE_WRITE);
 }
 
 /// `madvise` advice that faults pages in for writing (Linux 5.14).

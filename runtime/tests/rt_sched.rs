@@ -487,3 +487,53 @@ fn queued_behind_spinner(features: &str) -> (usize, Duration) {
     hog.join().unwrap();
     r
 }
+
+/// SPAWN_SPILL: a spawn that is joined at once stays on the spawner's
+/// worker (SPAWN_LOCAL), but once the spawner's worker has a backlog a
+/// burst of spawns is placed like fork balancing, onto the other worker;
+/// with NO_SPAWN_SPILL every spawn of the burst is local.
+#[test]
+fn spawn_spill_moves_a_backlog_but_not_a_spawn_and_join() {
+    let _s = serial();
+    let run = |features: &'static str| {
+        with_timeout(60, features, move || {
+            let rt = Arc::new(builder(2).features(features).build().unwrap());
+            let rt2 = rt.clone();
+            rt.block_on(move || {
+                let at = || rt2.stats().total();
+                let t0 = at();
+                for _ in 0..200 {
+                    eevdf_rt::spawn(|| ()).join().unwrap();
+                }
+                let t1 = at();
+                let burst: Vec<_> = (0..64)
+                    .map(|_| eevdf_rt::spawn(|| burn(Duration::from_micros(200))))
+                    .collect();
+                let t2 = at();
+                for h in burst {
+                    h.join().unwrap();
+                }
+                let pairs = t1.since(&t0);
+                let burst = t2.since(&t1);
+                (
+                    pairs.spawned_remote,
+                    burst.spawned_local,
+                    burst.spawned_remote,
+                )
+            })
+        })
+    };
+    let (pairs_remote, _, burst_remote) = run("default");
+    assert_eq!(pairs_remote, 0, "a spawn joined at once left its worker");
+    assert!(
+        burst_remote > 0,
+        "a burst of 64 spawns stayed on one worker with SPAWN_SPILL"
+    );
+    let (pairs_remote, burst_local, burst_remote) = run("NO_SPAWN_SPILL");
+    assert_eq!(pairs_remote, 0);
+    assert_eq!(
+        (burst_local, burst_remote),
+        (64, 0),
+        "NO_SPAWN_SPILL spawns locally"
+    );
+}

@@ -138,6 +138,15 @@ features! {
     /// its parent's worker. Off: on the idlest worker, like the kernel's fork
     /// balancing (docs/kernel-discussions.md §4).
     SpawnLocal = "SPAWN_LOCAL", default true, source "runtime (docs/kernel-discussions.md §4)";
+    /// Runtime's own, refining SPAWN_LOCAL: a spawn whose parent's worker
+    /// already has two or more tasks waiting behind the parent goes to an
+    /// idle worker if there is one (the kernel's fork balancing, applied
+    /// only once a local start would queue). A spawn-and-join pair never
+    /// has a backlog and stays local; a loop of spawns fills the idle
+    /// workers at once instead of leaving them to steal one task at a time
+    /// from the spawner's queue. Off (or SPAWN_LOCAL off): SPAWN_LOCAL's
+    /// placement alone.
+    SpawnSpill = "SPAWN_SPILL", default true, source "runtime (kernel fork balancing)";
     /// Runtime's own: a busy worker gives the kernel a scheduling point
     /// at its paced poll (at most every 50 µs, at a switch or a preemption
     /// point's slow path): one `sched_yield`, about 150 ns when nothing

@@ -7,7 +7,8 @@
 //! previous worker is not serving its queue, one that is: WA_STALE) — always
 //! within the task's affinity; the I/O-wake hint the reactor sets around
 //! its dispatch ([`io_wakeups`]); and spawn placement (local first or idlest,
-//! the SPAWN_LOCAL switch, docs/kernel-discussions.md §4). Every idle probe is counted.
+//! the SPAWN_LOCAL switch, docs/kernel-discussions.md §4; idlest once the
+//! spawner's worker has a backlog, SPAWN_SPILL). Every idle probe is counted.
 //! Must not: scan unboundedly (the v6.15 regression was idle scanning), or
 //! take locks.
 
@@ -227,12 +228,19 @@ fn scan_idle(sh: &Shared, aff: &WorkerMask, start: usize, probes: &mut u64) -> O
     None
 }
 
+/// SPAWN_SPILL: the spawner's worker's `nr_running` (the spawner and the
+/// tasks waiting behind it) from which a new task goes to an idle worker.
+const SPAWN_SPILL_AT: u32 = 3;
+
 /// Chooses the worker for a new task spawned from `here` (a worker index,
 /// or `None` outside the runtime).
 pub(crate) fn select_spawn_worker(sh: &Shared, aff: &WorkerMask, here: Option<usize>) -> usize {
     if let Some(h) = here {
         if aff.contains(h) && sh.feature(Feature::SpawnLocal) {
-            return h;
+            if sh.workers[h].nr_running() < SPAWN_SPILL_AT || !sh.feature(Feature::SpawnSpill) {
+                return h;
+            }
+            // SPAWN_SPILL: a backlog here; place it as fork balancing does.
         }
     }
     if aff.count() == 1 {

@@ -338,9 +338,7 @@ fn release(stacks: &mut [Released]) {
     // before its old contents are gone (a canary written before the
     // madvise would be wiped). The depot lock is never taken under a
     // run-queue lock.
-    for (lo, hi) in ranges {
-        slab::release(lo, hi);
-    }
+    slab::release(&ranges);
 }
 
 /// A worker's warm stacks of the runtime's default size (no lock of its

@@ -35,6 +35,12 @@ struct Args {
     /// Run one measurement in this process: `eevdf` or `tokio` (used by the parent).
     #[arg(long)]
     child: Option<String>,
+    /// eevdf-rt scheduler features (`sched_features` syntax, e.g. `NO_SPAWN_SPILL`).
+    #[arg(long, default_value = "default")]
+    features: String,
+    /// With `--child eevdf`: also print the runtime's per-worker counters to stderr.
+    #[arg(long)]
+    stats: bool,
 }
 
 fn main() {
@@ -59,10 +65,17 @@ fn child(wall: Duration) {
 }
 
 fn run_eevdf(a: &Args) -> Duration {
-    let rt = eevdf_rt::Builder::new()
+    let rt = match eevdf_rt::Builder::new()
         .workers(a.workers)
+        .features(&a.features)
         .build()
-        .expect("runtime");
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("runtime: {e}");
+            std::process::exit(2);
+        }
+    };
     let (n, d) = (a.tasks, Duration::from_millis(a.sleep_ms));
     let start = Instant::now();
     rt.block_on(move || {
@@ -73,7 +86,13 @@ fn run_eevdf(a: &Args) -> Duration {
             h.join().expect("sleeper");
         }
     });
-    start.elapsed()
+    let wall = start.elapsed();
+    if a.stats {
+        for (i, w) in rt.stats().workers.iter().enumerate() {
+            eprintln!("worker {i}: {w:?}");
+        }
+    }
+    wall
 }
 
 fn run_tokio(a: &Args) -> Duration {
@@ -109,6 +128,7 @@ fn parent(a: &Args) {
                 .args(["--tasks", &a.tasks.to_string()])
                 .args(["--sleep-ms", &a.sleep_ms.to_string()])
                 .args(["--workers", &a.workers.to_string()])
+                .args(["--features", &a.features])
                 .output()
                 .expect("run child");
             let text = String::from_utf8_lossy(&out.stdout);

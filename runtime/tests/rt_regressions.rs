@@ -155,6 +155,49 @@ fn every_spawn_is_a_preemption_point() {
     }
 }
 
+/// Joining a task that has already finished is a preemption point too. A
+/// loop of such joins (the `sleepers` example joins 200,000 handles once
+/// their tasks are done) used to run without one: a timer that fell due
+/// meanwhile fired only when the loop ended, and with hand-off on the
+/// monitor replaced the worker's thread.
+#[test]
+fn joining_finished_tasks_is_a_preemption_point() {
+    let _turn = one_at_a_time();
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    const N: usize = 200_000;
+    let (joined_when_woken, total) = with_timeout(120, "joins", || {
+        let rt = eevdf_rt::Builder::new()
+            .workers(1)
+            .handoff(None)
+            .build()
+            .unwrap();
+        rt.block_on(|| {
+            let handles: Vec<_> = (0..N).map(|_| eevdf_rt::spawn(|| ())).collect();
+            // Let every one of them finish.
+            eevdf_rt::sleep(Duration::from_millis(20));
+            assert!(handles.iter().all(|h| h.is_finished()));
+            let joined = Arc::new(AtomicUsize::new(0));
+            let j = joined.clone();
+            let sleeper = eevdf_rt::spawn(move || {
+                eevdf_rt::sleep(Duration::from_millis(1));
+                j.load(Ordering::Relaxed)
+            });
+            eevdf_rt::yield_now(); // let the sleeper arm its timer
+            for h in handles {
+                h.join().unwrap();
+                joined.fetch_add(1, Ordering::Relaxed);
+            }
+            (sleeper.join().unwrap(), N)
+        })
+    });
+    // Without the preemption point the sleeper runs only after the loop.
+    assert!(
+        joined_when_woken < total,
+        "the 1 ms sleeper woke only after all {total} joins"
+    );
+}
+
 /// `WorkerStats::wakeup_preemptions` ("wakeups whose preemption check asked
 /// the running task to reschedule") used to be counted only on the inline
 /// wake paths, not for wakeups activated from a wakelist (every wakeup from

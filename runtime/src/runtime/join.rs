@@ -443,7 +443,9 @@ impl<T> JoinHandle<T> {
 
     /// Waits for the green thread to finish and returns its result, or the
     /// payload of its panic. From a green thread this parks only the caller;
-    /// from an OS thread it blocks the thread.
+    /// from an OS thread it blocks the thread. From a green thread it is a
+    /// preemption point even when the result is already there (a loop
+    /// joining finished tasks is not a loop without preemption points).
     pub fn join(self) -> thread::Result<T> {
         // A green thread joining a task that waits to run on its own worker
         // (a fresh spawn, typically) first yields to it — a directed yield,
@@ -464,7 +466,10 @@ impl<T> JoinHandle<T> {
             }
         }
         packet.wait();
-        packet.take()
+        let result = packet.take();
+        drop(self);
+        crate::runtime::api::preempt_point();
+        result
     }
 
     /// Whether the green thread has finished (its result is ready).

@@ -236,11 +236,10 @@ const SPAWN_SPILL_AT: u32 = 3;
 /// or `None` outside the runtime).
 pub(crate) fn select_spawn_worker(sh: &Shared, aff: &WorkerMask, here: Option<usize>) -> usize {
     if let Some(h) = here {
-        if aff.contains(h) && sh.feature(Feature::SpawnLocal) {
-            if sh.workers[h].nr_running() < SPAWN_SPILL_AT || !sh.feature(Feature::SpawnSpill) {
-                return h;
-            }
-            // SPAWN_SPILL: a backlog here; place it as fork balancing does.
+        // SPAWN_SPILL: with a backlog here, place it as fork balancing does.
+        let spill = sh.feature(Feature::SpawnSpill) && sh.workers[h].nr_running() >= SPAWN_SPILL_AT;
+        if aff.contains(h) && sh.feature(Feature::SpawnLocal) && !spill {
+            return h;
         }
     }
     if aff.count() == 1 {

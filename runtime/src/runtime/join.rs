@@ -452,7 +452,8 @@ impl<T> JoinHandle<T> {
         // like the kernel's `yield_to` — instead of blocking: if the task
         // runs to completion, the join costs no block and no wakeup.
         let packet = self.packet.get();
-        if !packet.is_done() {
+        let done_already = packet.is_done();
+        if !done_already {
             if let (Some(me), Some(t)) = (tls::current(), self.green()) {
                 if t.cpu() == me.cpu()
                     && !t.st.on_cpu()
@@ -468,7 +469,10 @@ impl<T> JoinHandle<T> {
         packet.wait();
         let result = packet.take();
         drop(self);
-        crate::runtime::api::preempt_point();
+        if done_already {
+            // No switch above (a yield or a park would have been one).
+            crate::runtime::api::preempt_point();
+        }
         result
     }
 

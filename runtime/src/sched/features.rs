@@ -139,10 +139,10 @@ features! {
     /// balancing (docs/kernel-discussions.md §4).
     SpawnLocal = "SPAWN_LOCAL", default true, source "runtime (docs/kernel-discussions.md §4)";
     /// Runtime's own, refining SPAWN_LOCAL: a spawn whose parent's worker
-    /// already has two or more tasks waiting behind the parent goes to an
-    /// idle worker if there is one (the kernel's fork balancing, applied
-    /// only once a local start would queue). A spawn-and-join pair never
-    /// has a backlog and stays local; a loop of spawns fills the idle
+    /// already has eight tasks runnable (the parent and seven waiting) is
+    /// placed as the kernel's fork balancing places every new task: on an
+    /// idle worker, else the least loaded one. A spawn-and-join pair never
+    /// builds a backlog and stays local; a loop of spawns fills the idle
     /// workers at once instead of leaving them to steal one task at a time
     /// from the spawner's queue. Off (or SPAWN_LOCAL off): SPAWN_LOCAL's
     /// placement alone.

@@ -229,8 +229,11 @@ fn scan_idle(sh: &Shared, aff: &WorkerMask, start: usize, probes: &mut u64) -> O
 }
 
 /// SPAWN_SPILL: the spawner's worker's `nr_running` (the spawner and the
-/// tasks waiting behind it) from which a new task goes to an idle worker.
-const SPAWN_SPILL_AT: u32 = 3;
+/// tasks waiting behind it) from which a new task is placed as fork
+/// balancing places it. Above what spawn-and-join patterns reach (a few
+/// spawners sharing a worker, each with one child), below what a loop of
+/// spawns reaches within microseconds.
+const SPAWN_SPILL_AT: u32 = 8;
 
 /// Chooses the worker for a new task spawned from `here` (a worker index,
 /// or `None` outside the runtime).

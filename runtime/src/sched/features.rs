@@ -139,10 +139,11 @@ features! {
     /// balancing (docs/kernel-discussions.md §4).
     SpawnLocal = "SPAWN_LOCAL", default true, source "runtime (docs/kernel-discussions.md §4)";
     /// Runtime's own, refining SPAWN_LOCAL: a spawn whose parent's worker
-    /// already has eight tasks runnable (the parent and seven waiting) is
-    /// placed as the kernel's fork balancing places every new task: on an
-    /// idle worker, else the least loaded one. A spawn-and-join pair never
-    /// builds a backlog and stays local; a loop of spawns fills the idle
+    /// already has eight tasks runnable (the parent and seven waiting) goes
+    /// where it starts clearly sooner, as the kernel's fork balancing would
+    /// place it: an idle worker, else the least loaded one if that one has
+    /// at most half the load (with every worker as busy it stays). A
+    /// spawn-and-join pair never builds a backlog and stays local; a loop of spawns fills the idle
     /// workers at once instead of leaving them to steal one task at a time
     /// from the spawner's queue. Off (or SPAWN_LOCAL off): SPAWN_LOCAL's
     /// placement alone.
@@ -235,7 +236,9 @@ impl Features {
     /// runtime's own WA_SYNC, WA_STALE and OS_YIELD off. WAKE_IDLE,
     /// WA_IO and NEWIDLE_BALANCE stay on: they stand for the kernel's
     /// `select_idle_sibling`, `wake_affine` (WA_WEIGHT) and newidle
-    /// balancing, which 6.17 does.
+    /// balancing, which 6.17 does. SPAWN_SPILL stays on too: it only
+    /// refines SPAWN_LOCAL, so it does nothing here unless SPAWN_LOCAL is
+    /// turned back on (`kernel,SPAWN_LOCAL`).
     ///
     /// ```
     /// use eevdf_rt::sched::{Feature, Features};

@@ -229,20 +229,42 @@ fn scan_idle(sh: &Shared, aff: &WorkerMask, start: usize, probes: &mut u64) -> O
 }
 
 /// SPAWN_SPILL: the spawner's worker's `nr_running` (the spawner and the
-/// tasks waiting behind it) from which a new task is placed as fork
-/// balancing places it. Above what spawn-and-join patterns reach (a few
+/// tasks waiting behind it) from which a new task may go to an idle or a
+/// much less loaded worker ([`spill_target`]). Above what spawn-and-join patterns reach (a few
 /// spawners sharing a worker, each with one child), below what a loop of
 /// spawns reaches within microseconds.
 const SPAWN_SPILL_AT: u32 = 8;
+
+/// SPAWN_SPILL, for a spawn on worker `h` whose `nr_running` is `load`
+/// (a backlog): an idle worker, else the least loaded allowed worker if it
+/// has at most half that load — one that starts the task clearly sooner.
+/// `None`: the task stays on `h` (every worker as busy: moving it would
+/// only cost the spawn-and-join pair its directed yield).
+fn spill_target(sh: &Shared, aff: &WorkerMask, h: usize, load: u32) -> Option<usize> {
+    let mut probes = 0;
+    let idle = scan_idle(sh, aff, h, &mut probes);
+    add_probes(sh, Some(h), probes.max(1));
+    if idle.is_some() {
+        return idle;
+    }
+    (0..sh.workers.len())
+        .filter(|&i| i != h && aff.contains(i))
+        .map(|i| (sh.workers[i].nr_running(), i))
+        .min()
+        .filter(|&(l, _)| 2 * l <= load)
+        .map(|(_, i)| i)
+}
 
 /// Chooses the worker for a new task spawned from `here` (a worker index,
 /// or `None` outside the runtime).
 pub(crate) fn select_spawn_worker(sh: &Shared, aff: &WorkerMask, here: Option<usize>) -> usize {
     if let Some(h) = here {
-        // SPAWN_SPILL: with a backlog here, place it as fork balancing does.
-        let spill = sh.feature(Feature::SpawnSpill) && sh.workers[h].nr_running() >= SPAWN_SPILL_AT;
-        if aff.contains(h) && sh.feature(Feature::SpawnLocal) && !spill {
-            return h;
+        if aff.contains(h) && sh.feature(Feature::SpawnLocal) {
+            let load = sh.workers[h].nr_running();
+            if load < SPAWN_SPILL_AT || !sh.feature(Feature::SpawnSpill) {
+                return h;
+            }
+            return spill_target(sh, aff, h, load).unwrap_or(h);
         }
     }
     if aff.count() == 1 {

@@ -137,16 +137,16 @@ where
     let Some(sh) = spawn::current_shared() else {
         panic!("eevdf_rt::spawn_future called outside a green thread; use Runtime::spawn");
     };
-    let h = match spawn_future_on(&sh, SpawnOpts::default_opts(), fut) {
+    // A preemption point, as every spawn from a green thread is.
+    match spawn_future_on(&sh, SpawnOpts::default_opts(), fut, true) {
         Ok(h) => h,
         Err(e) => panic!("eevdf_rt::spawn_future: {e}"),
-    };
-    drop(sh);
-    crate::preempt_point();
-    h
+    }
 }
 
-/// Spawns a green thread on `sh` that runs `fut` to completion.
+/// Spawns a green thread on `sh` that runs `fut` to completion; then, with
+/// `preempt` and on a green thread, passes a preemption point (see
+/// `spawn::spawn_green` and `spawn_green_no_preempt` for when not to).
 ///
 /// The green thread's closure is moved onto its new stack at the first
 /// switch, which takes at most 1 KiB (corosensei's limit); a larger future
@@ -155,17 +155,22 @@ pub(crate) fn spawn_future_on<F>(
     sh: &Arc<Shared>,
     opts: SpawnOpts,
     fut: F,
+    preempt: bool,
 ) -> io::Result<JoinHandle<F::Output>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    if std::mem::size_of::<F>() <= INLINE_FUTURE_MAX {
-        spawn::spawn_green(sh, opts, move || block_on_future(fut))
+    let h = if std::mem::size_of::<F>() <= INLINE_FUTURE_MAX {
+        spawn::spawn_green_no_preempt(sh, opts, move || block_on_future(fut))
     } else {
         let fut = Box::pin(fut);
-        spawn::spawn_green(sh, opts, move || block_on_future(fut))
+        spawn::spawn_green_no_preempt(sh, opts, move || block_on_future(fut))
+    }?;
+    if preempt {
+        crate::runtime::api::preempt_point();
     }
+    Ok(h)
 }
 
 /// The largest future moved onto a green stack unboxed (the closure around

@@ -131,8 +131,12 @@ where
             Ok(o) => o,
             Err(_) => unreachable!("with_builder validated the options"),
         };
-        // Detached: the JoinHandle is dropped, the task runs on.
-        let _ = crate::future::spawn_future_on(&sh, opts, fut);
+        // Detached: the JoinHandle is dropped, the task runs on. No
+        // preemption point: hyper calls this under locks of its own (its
+        // client pool's `std::sync::Mutex`), which a switch here could
+        // leave held while another green thread of this worker blocks the
+        // worker's OS thread on it.
+        let _ = crate::future::spawn_future_on(&sh, opts, fut, false);
     }
 }
 

@@ -267,16 +267,19 @@ impl Packet {
         }
     }
 
-    /// Waits until the result is stored (the joiner only).
-    fn wait(&self) {
+    /// Waits until the result is stored (the joiner only). Returns whether
+    /// it had to park (from a green thread: normally a switch).
+    fn wait(&self) -> bool {
         if self.is_done() {
-            return;
+            return false;
         }
-        if self.register(|_| Joiner::Park(platform::current())) {
-            while !self.is_done() {
-                platform::park(|| self.is_done(), None);
-            }
+        if !self.register(|_| Joiner::Park(platform::current())) {
+            return false;
         }
+        while !self.is_done() {
+            platform::park(|| self.is_done(), None);
+        }
+        true
     }
 
     /// The result if it is stored; otherwise `Pending`, with `waker`
@@ -452,8 +455,8 @@ impl<T> JoinHandle<T> {
         // like the kernel's `yield_to` — instead of blocking: if the task
         // runs to completion, the join costs no block and no wakeup.
         let packet = self.packet.get();
-        let done_already = packet.is_done();
-        if !done_already {
+        let mut switched = false;
+        if !packet.is_done() {
             if let (Some(me), Some(t)) = (tls::current(), self.green()) {
                 if t.cpu() == me.cpu()
                     && !t.st.on_cpu()
@@ -463,14 +466,16 @@ impl<T> JoinHandle<T> {
                     let why = Switch::YieldTo(Arc::as_ptr(t) as *const ());
                     // SAFETY: `me` is `tls::current()`, read just above.
                     unsafe { crate::task::switch_out_of(me, why) };
+                    switched = true;
                 }
             }
         }
-        packet.wait();
+        switched |= packet.wait();
         let result = packet.take();
         drop(self);
-        if done_already {
-            // No switch above (a yield or a park would have been one).
+        if !switched {
+            // Neither a directed yield nor a park went through the
+            // scheduler: pass a preemption point instead.
             crate::runtime::api::preempt_point();
         }
         result

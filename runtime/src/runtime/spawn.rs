@@ -38,7 +38,9 @@ pub(crate) fn current_shared() -> Option<Arc<Shared>> {
 /// the parent may be preempted by the child, a tick or a timer), and it is
 /// what keeps a loop of spawns from being a loop without preemption
 /// points: without it such a loop holds its worker until it ends, and the
-/// hand-off monitor has to replace the worker's thread.
+/// hand-off monitor has to replace the worker's thread. Callers that may
+/// run under a lock they do not own (a library's executor hook) use
+/// [`spawn_green_no_preempt`].
 pub(crate) fn spawn_green<F, T>(
     sh: &Arc<Shared>,
     opts: SpawnOpts,
@@ -48,13 +50,22 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let h = build_and_place(sh, opts, f)?;
+    let h = spawn_green_no_preempt(sh, opts, f)?;
     crate::runtime::api::preempt_point();
     Ok(h)
 }
 
-/// [`spawn_green`] without the preemption point.
-fn build_and_place<F, T>(sh: &Arc<Shared>, opts: SpawnOpts, f: F) -> io::Result<JoinHandle<T>>
+/// [`spawn_green`] without the preemption point: the caller keeps running.
+/// For spawns from code that may hold a plain lock across the call (hyper's
+/// connection pool calls its executor under a `std::sync::Mutex`): a
+/// switch there could leave another green thread of the same worker
+/// blocking the worker's OS thread on that lock while its holder waits in
+/// the queue behind it.
+pub(crate) fn spawn_green_no_preempt<F, T>(
+    sh: &Arc<Shared>,
+    opts: SpawnOpts,
+    f: F,
+) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,

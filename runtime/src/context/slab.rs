@@ -28,7 +28,7 @@
 
 use super::guard::{Protection, CANARY_BYTES, MADV_GUARD_INSTALL};
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The system's page size.
 pub(crate) fn page_size() -> usize {
@@ -242,8 +242,21 @@ pub(crate) fn prefault_tops(g: &Geometry, regions: &[usize]) {
 const MADV_POPULATE_WRITE: libc::c_int = 23;
 
 /// A pidfd of this process, for `process_madvise` (many ranges, one call).
-/// Opened per slab, so a forked child never advises its parent.
+/// Opened per call, so a forked child never advises its parent.
 struct PidFd(libc::c_int);
+
+/// Ranges per `process_madvise` call: the kernel's `IOV_MAX`.
+const BATCH_RANGES: usize = 1024;
+/// Bytes per `process_madvise` call. The kernel advises at most 2 GiB − 4
+/// KiB per call (and reports a short count beyond); 1 GiB keeps every
+/// batch whole. A longer range is split.
+const BATCH_BYTES: usize = 1 << 30;
+
+/// The `process_madvise` advices this kernel refused (bit `advice % 64`;
+/// the three the runtime uses, 4, 23 and 102, do not collide): later calls go straight to the
+/// fallback instead of failing again (kernels before 6.13 refuse
+/// `MADV_DONTNEED` and `MADV_POPULATE_WRITE` from `process_madvise`).
+static REFUSED: AtomicU64 = AtomicU64::new(0);
 
 impl PidFd {
     fn open() -> Self {
@@ -252,32 +265,37 @@ impl PidFd {
         PidFd(fd as libc::c_int)
     }
 
-    /// Applies `advice` to `len` bytes at each address (in batches of
-    /// 1,024 ranges); `false` if the kernel refused any of it.
+    /// Applies `advice` to `len` bytes at each address; `false` if the
+    /// kernel refused any of it (see [`advise_ranges`](Self::advise_ranges)).
     fn advise(&self, addrs: impl Iterator<Item = usize>, len: usize, advice: libc::c_int) -> bool {
         self.advise_ranges(addrs.map(|a| (a, a + len)), advice)
     }
 
-    /// Applies `advice` to each range `lo .. hi` (in batches of 1,024
-    /// ranges, the kernel's `IOV_MAX`); `false` if the kernel refused any
-    /// of it.
+    /// Applies `advice` to each range `lo .. hi` (page-aligned, inside this
+    /// process's slabs), at most [`BATCH_RANGES`] ranges and
+    /// [`BATCH_BYTES`] per call. `false` as soon as a call is refused or
+    /// short: the caller then falls back (the advices used are idempotent,
+    /// so redoing ranges already advised is harmless) or gives up (a
+    /// prefault is best effort).
     fn advise_ranges(
         &self,
         ranges: impl Iterator<Item = (usize, usize)>,
         advice: libc::c_int,
     ) -> bool {
-        if self.0 < 0 {
+        let bit = 1u64 << (advice as u32 % 64);
+        if self.0 < 0 || REFUSED.load(Ordering::Relaxed) & bit != 0 {
             return false;
         }
-        let mut iov: Vec<libc::iovec> = Vec::with_capacity(1024);
-        let mut ok = true;
-        let mut flush = |iov: &mut Vec<libc::iovec>| {
-            let len: usize = iov.iter().map(|v| v.iov_len).sum();
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(BATCH_RANGES);
+        let mut bytes = 0;
+        let flush = |iov: &mut Vec<libc::iovec>, bytes: &mut usize| -> bool {
             if iov.is_empty() {
-                return;
+                return true;
             }
-            // SAFETY: the iovecs name ranges inside a slab of this process
-            // that nothing else uses yet; the kernel only reads the array.
+            // SAFETY: the iovecs name page-aligned ranges inside slabs of
+            // this process (never unmapped), each either free stacks or
+            // the top page of a stack the caller was just handed; the
+            // kernel only reads the array.
             let r = unsafe {
                 libc::syscall(
                     libc::SYS_process_madvise,
@@ -288,20 +306,33 @@ impl PidFd {
                     0,
                 )
             };
-            ok &= r == len as libc::c_long;
+            let whole = r == *bytes as libc::c_long;
+            if r < 0 {
+                let e = io::Error::last_os_error().raw_os_error();
+                if matches!(e, Some(libc::EINVAL | libc::ENOSYS | libc::EPERM)) {
+                    REFUSED.fetch_or(bit, Ordering::Relaxed);
+                }
+            }
             iov.clear();
+            *bytes = 0;
+            whole
         };
-        for (lo, hi) in ranges {
-            iov.push(libc::iovec {
-                iov_base: lo as *mut _,
-                iov_len: hi - lo,
-            });
-            if iov.len() == 1024 {
-                flush(&mut iov);
+        for (mut lo, hi) in ranges {
+            while lo < hi {
+                let len = (hi - lo).min(BATCH_BYTES);
+                let full = iov.len() == BATCH_RANGES || bytes + len > BATCH_BYTES;
+                if full && !flush(&mut iov, &mut bytes) {
+                    return false;
+                }
+                iov.push(libc::iovec {
+                    iov_base: lo as *mut _,
+                    iov_len: len,
+                });
+                bytes += len;
+                lo += len;
             }
         }
-        flush(&mut iov);
-        ok
+        flush(&mut iov, &mut bytes)
     }
 }
 
@@ -321,13 +352,14 @@ impl Drop for PidFd {
 /// In as few system calls as possible: each `madvise(MADV_DONTNEED)` of a
 /// multi-threaded process ends with a TLB shootdown — an interrupt to
 /// every other CPU running one of its threads, a busy worker among them —
-/// and on a VM that costs the caller about 19 µs per call (measured:
-/// 2,048 single-stack ranges with another thread spinning on the second
-/// vCPU, 19 µs per range one call each, 0.26 µs per range in two
-/// `process_madvise` calls). Freed stacks are rarely neighbours, so one
-/// call per range was one shootdown per stack. `process_madvise` takes up
-/// to 1,024 ranges and flushes once; kernels before 6.13 refuse
-/// `MADV_DONTNEED` there, and get one `madvise` per range.
+/// and on a VM that costs the caller about 19 µs per call. Freed stacks are
+/// rarely neighbours, so one call per range was one shootdown per stack.
+/// `process_madvise` takes many ranges per call, and the kernel this was
+/// measured on (6.18) flushes once per call: 2,048 single-stack ranges,
+/// with another thread spinning on the second vCPU, took 19 µs per range
+/// with one `madvise` each and 0.26 µs per range in two `process_madvise`
+/// calls. Kernels before 6.13 refuse `MADV_DONTNEED` there and get one
+/// `madvise` per range, as before.
 pub(crate) fn release(ranges: &[(usize, usize)]) {
     let ranges = || ranges.iter().copied().filter(|&(lo, hi)| hi > lo);
     if PidFd::open().advise_ranges(ranges(), libc::MADV_DONTNEED) {
@@ -338,6 +370,30 @@ pub(crate) fn release(ranges: &[(usize, usize)]) {
         // to free stacks only: no live data is discarded.
         unsafe { libc::madvise(lo as *mut _, hi - lo, libc::MADV_DONTNEED) };
     }
+}
+
+/// Whether this kernel faults pages in through `process_madvise`
+/// (`MADV_POPULATE_WRITE`, 6.13+ for this process's own memory): tests
+/// that check the prefault skip where it cannot happen.
+#[cfg(test)]
+pub(crate) fn populate_supported() -> bool {
+    let page = page_size();
+    // SAFETY: a fresh private anonymous page, unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    let ok = PidFd::open().advise(std::iter::once(p as usize), page, MADV_POPULATE_WRITE);
+    // SAFETY: the page mapped above, which nothing else uses.
+    unsafe { libc::munmap(p, page) };
+    ok
 }
 
 /// Most slabs a process can have (slabs grow to 1,024 stacks, so this is

@@ -429,7 +429,8 @@ mod tests {
     use crate::context::StackGuard;
 
     /// The tests of this module run one at a time: one of them counts
-    /// [`live_stacks`], which every other allocation moves.
+    /// [`live_stacks`], which every other allocation moves (those of other
+    /// modules' tests are allowed for by a slack).
     fn one_at_a_time() -> parking_lot::MutexGuard<'static, ()> {
         static LOCK: Mutex<()> = Mutex::new(());
         LOCK.lock()
@@ -461,7 +462,14 @@ mod tests {
             cache.put(s);
         }
         cache.clear();
-        assert!(live_stacks() <= before - n);
+        // `live_stacks` is process-wide: lib tests elsewhere that run a
+        // runtime move it too (by a few batches at most).
+        let slack = 1024;
+        assert!(
+            live_stacks() <= before - n + slack,
+            "clear gave back {} of {n} stacks",
+            before.saturating_sub(live_stacks())
+        );
         alloc(size, &p, n, &mut v).unwrap();
         // SAFETY: as above.
         let zeroed = v
@@ -489,15 +497,18 @@ mod tests {
         let p = policy(StackGuard::Auto);
         // A size of its own: a class no other test carves from.
         let size = 52 * 1024;
+        if !slab::populate_supported() {
+            eprintln!("skipped: this kernel does not fault pages in through process_madvise");
+            return;
+        }
         let mut v = Vec::new();
         alloc(size, &p, 64, &mut v).unwrap();
         let top = |s: &GreenStack| s.base - 1;
-        if !v.iter().all(|s| resident(top(s))) {
-            // Only where the kernel has MADV_POPULATE_WRITE (5.14+) and
-            // process_madvise (5.10+): skip elsewhere.
-            eprintln!("skipped: the kernel did not prefault the stacks");
-            return;
-        }
+        let cold = v.iter().filter(|s| !resident(top(s))).count();
+        assert_eq!(
+            cold, 0,
+            "{cold} new stacks handed out without their top page"
+        );
         // Beyond the warm cap they lose their memory: handed out again,
         // they are faulted in again, in one batch.
         let mut more = Vec::new();

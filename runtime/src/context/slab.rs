@@ -1,9 +1,10 @@
 //! Slabs: one memory mapping holding many green-thread stacks, and the
 //! process-wide table of slabs that the overflow handler reads.
 //!
-//! Owns: the `mmap` of a slab, its guard pages (set once per slab, in
-//! batched `process_madvise` calls where the kernel has them), faulting in
-//! the top pages of a batch of stacks about to be handed out
+//! Owns: the `mmap` of a slab, its guard pages (`mprotect`'d ones and a
+//! canary slab's lead page when the slab is mapped; guard regions per
+//! batch of stacks as they are first carved, [`install_guard_regions`]),
+//! faulting in the top pages of a batch of stacks about to be handed out
 //! ([`prefault_tops`]), the geometry of the stacks in it, `madvise` to give a free stack's
 //! memory back, the count of mappings the slabs use, and [`TABLE`]: an
 //! append-only array of slab ranges, published with `Release`, which a
@@ -190,18 +191,14 @@ fn set_guards(g: &Geometry, start: usize, count: usize) -> io::Result<()> {
             Err(io::Error::last_os_error())
         }
     };
-    let pidfd = PidFd::open();
     match g.protection {
         Protection::GuardRegion => {
-            let guards = (0..count).map(|i| g.region(start, i));
-            if !pidfd.advise(guards, page, MADV_GUARD_INSTALL) {
-                for i in 0..count {
-                    // SAFETY: the page lies inside the slab mapped by the caller.
-                    check(unsafe {
-                        libc::madvise(g.region(start, i) as *mut _, page, MADV_GUARD_INSTALL)
-                    })?;
-                }
-            }
+            // Installed per batch as stacks are first carved
+            // ([`install_guard_regions`]), not here: for a whole slab it
+            // allocates the page tables of 1,024 stacks at once, which
+            // took 1–10 ms on this VM — inside the spawn that needed the
+            // slab, long enough for the hand-off monitor to take the
+            // spawner's worker for stuck.
         }
         Protection::GuardMprotect => {
             for i in 0..count {
@@ -214,6 +211,32 @@ fn set_guards(g: &Geometry, start: usize, count: usize) -> io::Result<()> {
         Protection::Canary => {
             // SAFETY: the slab's first page, mapped by the caller.
             check(unsafe { libc::mprotect(start as *mut _, page, libc::PROT_NONE) })?;
+        }
+    }
+    Ok(())
+}
+
+/// Installs the guard region below each stack whose stride starts at one
+/// of `regions` (stacks of a guard-region slab, carved for the first time;
+/// a guard region survives `MADV_DONTNEED`, so a stack freed and carved
+/// again keeps it). One `process_madvise` call per batch where the kernel
+/// has it, else one `madvise` per stack. The caller must not hand the
+/// stacks out if this fails.
+pub(crate) fn install_guard_regions(g: &Geometry, regions: &[usize]) -> io::Result<()> {
+    debug_assert_eq!(g.protection, Protection::GuardRegion);
+    let page = page_size();
+    if PidFd::open().advise(regions.iter().copied(), page, MADV_GUARD_INSTALL) {
+        return Ok(());
+    }
+    for &r in regions {
+        // SAFETY: the page is the low end of a stride of a mapped slab
+        // (never unmapped), below a stack nobody uses yet.
+        if unsafe { libc::madvise(r as *mut _, page, MADV_GUARD_INSTALL) } != 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("installing the guard pages of green-thread stacks: {e}"),
+            ));
         }
     }
     Ok(())

@@ -10,9 +10,12 @@
 //!
 //! # Where the system calls are
 //!
-//! * A new slab (`mmap` + guard pages) when no free stack is left: once
-//!   per slab, and slabs double in size up to 1,024 stacks. Done by
-//!   [`StackCache::get`] and [`alloc`].
+//! * A new slab (`mmap`, plus `mprotect`'d guard pages where guard
+//!   regions are missing) when no free stack is left: once per slab, and
+//!   slabs double in size up to 1,024 stacks. Done by [`StackCache::get`]
+//!   and [`alloc`]. Guard regions are installed by [`alloc`] for each
+//!   batch it carves, under the depot lock (a batch is at most what a
+//!   cache asks for, 64 stacks).
 //! * `process_madvise(MADV_POPULATE_WRITE)` for the top pages of the
 //!   stacks [`alloc`] hands out that are not resident (carved, or freed
 //!   with `madvise`): one call per batch, outside the depot lock.
@@ -94,8 +97,10 @@ impl Drop for GreenStack {
 //   from a page (canary slabs), and usable sizes are whole pages of at
 //   least 16 KiB (the builders reject less).
 // * The guard page: stacks of guard slabs have one directly below their
-//   usable range (a guard region or a PROT_NONE page, set when the slab
-//   was mapped and never removed: slabs are never unmapped, and
+//   usable range (a PROT_NONE page set when the slab was mapped, or a
+//   guard region installed by `alloc` before the stride is first handed
+//   out — `alloc` fails rather than hand out a stride whose install
+//   failed; neither is ever removed: slabs are never unmapped, and
 //   MADV_DONTNEED keeps guard regions). Rust code touches a new stack page
 //   by page (stack probes for frames over a page), so an overflow faults
 //   on that page before it reaches another stack, and the overflow handler
@@ -238,8 +243,16 @@ pub(crate) fn alloc(
         let c = carving_class(&mut depot, size, policy, kinds)?;
         let (start, next, count) = depot[c].carving.expect("a slab being carved");
         let take = (n - got).min(count - next);
+        let g = depot[c].geometry;
+        if g.protection == Protection::GuardRegion {
+            // First carve of these strides: their guard regions now,
+            // before anyone can run on them (a bounded batch; see
+            // `slab::install_guard_regions` for why not per slab).
+            let regions: Vec<usize> = (next..next + take).map(|i| g.region(start, i)).collect();
+            slab::install_guard_regions(&g, &regions)?;
+        }
         for i in next..next + take {
-            let region = depot[c].geometry.region(start, i);
+            let region = g.region(start, i);
             out.push(hand_out(&depot, c, region));
             cold.push((c as u32, region));
         }
@@ -517,6 +530,57 @@ mod tests {
         alloc(size, &p, WARM_CAP + 64, &mut v).unwrap();
         let cold = v.iter().filter(|s| !resident(top(s))).count();
         assert_eq!(cold, 0, "{cold} stacks handed out without their top page");
+    }
+
+    /// Whether `/proc/self/pagemap` shows a guard region at the page at
+    /// `addr` (bit 58, Linux 6.14+); `None` if it cannot be read.
+    fn guard_marked(addr: usize) -> Option<bool> {
+        use std::io::{Read, Seek, SeekFrom};
+        let page = slab::page_size();
+        let mut f = std::fs::File::open("/proc/self/pagemap").ok()?;
+        f.seek(SeekFrom::Start((addr / page * 8) as u64)).ok()?;
+        let mut b = [0u8; 8];
+        f.read_exact(&mut b).ok()?;
+        Some(u64::from_le_bytes(b) >> 58 & 1 == 1)
+    }
+
+    #[test]
+    fn guard_regions_are_installed_as_stacks_are_first_carved() {
+        let _turn = one_at_a_time();
+        let p = policy(StackGuard::Auto);
+        if !guard::guard_regions_supported() {
+            eprintln!("skipped: no guard regions on this kernel");
+            return;
+        }
+        // A size of its own: a class no other test carves from.
+        let size = 60 * 1024;
+        let mut v = Vec::new();
+        // Half of the class's first slab (of FIRST_SLAB_STACKS).
+        alloc(size, &p, FIRST_SLAB_STACKS / 2, &mut v).unwrap();
+        let probe = v[0].region;
+        if guard_marked(probe) != Some(true) {
+            eprintln!("skipped: /proc/self/pagemap does not show guard regions here");
+            return;
+        }
+        for s in &v {
+            assert_eq!(
+                guard_marked(s.region),
+                Some(true),
+                "a handed-out stack without its guard"
+            );
+        }
+        // The other half of that slab is not carved yet: no guard there
+        // until a batch takes it.
+        let g = Geometry::new(size, Protection::GuardRegion);
+        let lowest = v.iter().map(|s| s.region).min().unwrap();
+        for i in FIRST_SLAB_STACKS / 2..FIRST_SLAB_STACKS {
+            let r = lowest + i * g.stride;
+            assert_eq!(
+                guard_marked(r),
+                Some(false),
+                "a guard installed ahead of the carve"
+            );
+        }
     }
 
     #[test]

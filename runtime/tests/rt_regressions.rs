@@ -65,6 +65,23 @@ fn join_directed_yield_survives_steals_without_spawn_local() {
     assert!(n > 0);
 }
 
+/// On a green thread: arms a 1 ms sleeper on this worker, runs `step` in a
+/// loop for 300 ms, and returns how late the sleeper woke. A loop whose
+/// step passes no preemption point makes it wait for the whole loop.
+fn sleeper_lateness_during(mut step: impl FnMut()) -> Duration {
+    let sleeper = eevdf_rt::spawn(|| {
+        let deadline = Instant::now() + Duration::from_millis(1);
+        eevdf_rt::sleep_until(deadline);
+        Instant::now() - deadline
+    });
+    eevdf_rt::yield_now(); // let the sleeper arm its timer
+    let end = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < end {
+        step();
+    }
+    sleeper.join().unwrap()
+}
+
 /// A successful read or write is a preemption point: a green thread whose
 /// I/O never blocks must not keep its worker. On one worker, a 1 ms sleeper
 /// used to wake only when a 300 ms loop of socket writes and reads ended.
@@ -75,20 +92,12 @@ fn successful_io_is_a_preemption_point() {
     let late = with_timeout(60, "I/O preemption", || {
         let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
         rt.block_on(|| {
-            let sleeper = eevdf_rt::spawn(|| {
-                let deadline = Instant::now() + Duration::from_millis(1);
-                eevdf_rt::sleep_until(deadline);
-                Instant::now() - deadline
-            });
-            eevdf_rt::yield_now(); // let the sleeper arm its timer
             let (mut a, mut b) = eevdf_rt::net::UnixStream::pair().unwrap();
-            let end = Instant::now() + Duration::from_millis(300);
             let mut buf = [0u8; 100];
-            while Instant::now() < end {
+            sleeper_lateness_during(|| {
                 a.write_all(&buf).unwrap(); // never blocks: b drains it
                 b.read_exact(&mut buf).unwrap();
-            }
-            sleeper.join().unwrap()
+            })
         })
     });
     // Without the preemption point the sleeper waits for the whole loop.
@@ -128,23 +137,15 @@ fn every_spawn_is_a_preemption_point() {
             );
             let rt2 = rt.clone();
             rt.block_on(move || {
-                let sleeper = eevdf_rt::spawn(|| {
-                    let deadline = Instant::now() + Duration::from_millis(1);
-                    eevdf_rt::sleep_until(deadline);
-                    Instant::now() - deadline
-                });
-                eevdf_rt::yield_now(); // let the sleeper arm its timer
-                let end = Instant::now() + Duration::from_millis(300);
                 let mut children = Vec::new();
-                while Instant::now() < end {
+                sleeper_lateness_during(|| {
                     children.push(spawn(&rt2));
                     if children.len() == 64 {
                         // Joining would block (a preemption point of its
                         // own): drop the handles instead.
                         children.clear();
                     }
-                }
-                sleeper.join().unwrap()
+                })
             })
         });
         // Without the preemption point the sleeper waits for the whole loop.

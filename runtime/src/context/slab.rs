@@ -5,8 +5,8 @@
 //! canary slab's lead page when the slab is mapped; guard regions per
 //! batch of stacks as they are first carved, [`install_guard_regions`]),
 //! faulting in the top pages of a batch of stacks about to be handed out
-//! ([`prefault_tops`]), the geometry of the stacks in it, `madvise` to give a free stack's
-//! memory back, the count of mappings the slabs use, and [`TABLE`]: an
+//! ([`prefault_tops`]), the geometry of the stacks in it, `madvise` to
+//! give a free stack's memory back, the count of mappings the slabs use, and [`TABLE`]: an
 //! append-only array of slab ranges, published with `Release`, which a
 //! signal handler can search without locks or allocation. Must not: keep
 //! free lists (that is `stack`) or decide the protection (that is `guard`).
@@ -276,8 +276,8 @@ const BATCH_RANGES: usize = 1024;
 const BATCH_BYTES: usize = 1 << 30;
 
 /// The `process_madvise` advices this kernel refused (bit `advice % 64`;
-/// the three the runtime uses, 4, 23 and 102, do not collide): later calls go straight to the
-/// fallback instead of failing again (kernels before 6.13 refuse
+/// the three the runtime uses, 4, 23 and 102, do not collide): later
+/// calls go straight to the fallback instead of failing again (kernels before 6.13 refuse
 /// `MADV_DONTNEED` and `MADV_POPULATE_WRITE` from `process_madvise`).
 static REFUSED: AtomicU64 = AtomicU64::new(0);
 

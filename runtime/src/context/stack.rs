@@ -224,15 +224,13 @@ pub(crate) fn alloc(
         let c = class_index(&mut depot, size, p);
         while got < n {
             let class = &mut depot[c];
-            let region = match class.warm.pop() {
-                Some(r) => r,
-                None => match class.free.pop() {
-                    Some(r) => {
-                        cold.push((c as u32, r));
-                        r
-                    }
-                    None => break,
-                },
+            let region = if let Some(r) = class.warm.pop() {
+                r
+            } else if let Some(r) = class.free.pop() {
+                cold.push((c as u32, r));
+                r
+            } else {
+                break;
             };
             out.push(hand_out(&depot, c, region));
             got += 1;
@@ -258,6 +256,9 @@ pub(crate) fn alloc(
         }
         got += take;
         depot[c].carving = (next + take < count).then_some((start, next + take, count));
+    }
+    if cold.is_empty() {
+        return Ok(());
     }
     // 3. Fault in the cold stacks' top pages, outside the depot lock (the
     // stacks are ours now; geometries never change once a class exists).

@@ -230,9 +230,9 @@ fn scan_idle(sh: &Shared, aff: &WorkerMask, start: usize, probes: &mut u64) -> O
 
 /// SPAWN_SPILL: the spawner's worker's `nr_running` (the spawner and the
 /// tasks waiting behind it) from which a new task may go to an idle or a
-/// much less loaded worker ([`spill_target`]). Above what spawn-and-join patterns reach (a few
-/// spawners sharing a worker, each with one child), below what a loop of
-/// spawns reaches within microseconds.
+/// much less loaded worker ([`spill_target`]). Above what spawn-and-join
+/// patterns reach (a few spawners sharing a worker, each with one child),
+/// below what a loop of spawns reaches within microseconds.
 const SPAWN_SPILL_AT: u32 = 8;
 
 /// SPAWN_SPILL, for a spawn on worker `h` whose `nr_running` is `load`

@@ -23,12 +23,13 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(about = "Park N green threads on a channel at once, then release and join them")]
 struct Args {
-    /// Number of green threads parked at once.
-    #[arg(long, default_value_t = 1_000_000)]
-    threads: usize,
-    /// Worker threads.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
+    /// Number of green threads parked at once (1 ..= 100,000,000).
+    #[arg(long, default_value_t = 1_000_000,
+          value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    threads: u64,
+    /// Worker threads (1 ..= 256).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
+    workers: u16,
     /// Also print the runtime's per-worker counters (spawns, steals,
     /// switches) to stderr.
     #[arg(long)]
@@ -40,12 +41,8 @@ struct Args {
 
 fn main() {
     let a = Args::parse();
-    if a.threads == 0 || a.workers == 0 {
-        eprintln!("--threads and --workers must be at least 1");
-        std::process::exit(2);
-    }
     let rt = match eevdf_rt::Builder::new()
-        .workers(a.workers)
+        .workers(a.workers.into())
         .features(&a.features)
         .build()
     {
@@ -55,7 +52,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let n = a.threads;
+    let n = a.threads as usize;
     let (rss0, pte0) = (rss_kib(), pte_kib());
     let start = Instant::now();
     let r = rt.block_on(move || {

@@ -20,18 +20,19 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(about = "N tasks sleep, then are joined: eevdf-rt vs tokio, wall time and peak RSS")]
 struct Args {
-    /// Number of tasks.
-    #[arg(long, default_value_t = 200_000)]
-    tasks: usize,
-    /// How long each task sleeps (ms).
-    #[arg(long, default_value_t = 50)]
+    /// Number of tasks (1 ..= 10,000,000).
+    #[arg(long, default_value_t = 200_000,
+          value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    tasks: u64,
+    /// How long each task sleeps, in ms (0 ..= 60,000).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     sleep_ms: u64,
-    /// Worker threads of each runtime.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
-    /// Interleaved rounds (each backend once per round).
-    #[arg(long, default_value_t = 3)]
-    rounds: usize,
+    /// Worker threads of each runtime (1 ..= 256).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
+    workers: u16,
+    /// Interleaved rounds, each backend once per round (1 ..= 100).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
     /// Run one measurement in this process: `eevdf` or `tokio` (used by the parent).
     #[arg(long)]
     child: Option<String>,
@@ -66,7 +67,7 @@ fn child(wall: Duration) {
 
 fn run_eevdf(a: &Args) -> Duration {
     let rt = match eevdf_rt::Builder::new()
-        .workers(a.workers)
+        .workers(a.workers.into())
         .features(&a.features)
         .build()
     {
@@ -97,7 +98,7 @@ fn run_eevdf(a: &Args) -> Duration {
 
 fn run_tokio(a: &Args) -> Duration {
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(a.workers)
+        .worker_threads(a.workers.into())
         .enable_time()
         .build()
         .expect("tokio runtime");
@@ -121,7 +122,7 @@ fn parent(a: &Args) {
         "{} tasks sleep {} ms then are joined, {} workers, {} rounds",
         a.tasks, a.sleep_ms, a.workers, a.rounds
     );
-    for round in 0..a.rounds {
+    for round in 1..=a.rounds {
         for (i, b) in ["eevdf", "tokio"].iter().enumerate() {
             let out = Command::new(&exe)
                 .args(["--child", b])
@@ -138,7 +139,8 @@ fn parent(a: &Args) {
                     out.status,
                     String::from_utf8_lossy(&out.stderr)
                 );
-                std::process::exit(1);
+                // bad input (exit 2 from the child) stays exit 2
+                std::process::exit(if out.status.code() == Some(2) { 2 } else { 1 });
             };
             println!(
                 "round {round} {b:>5}: wall {w:8.1} ms  peak RSS {:8.1} MiB",
@@ -152,7 +154,13 @@ fn parent(a: &Args) {
         let mut h: Vec<u64> = v.iter().map(|x| x.1).collect();
         w.sort_by(f64::total_cmp);
         h.sort();
-        (w[w.len() / 2], h[h.len() / 2])
+        // the middle value; the mean of the middle two for an even count
+        let m = w.len() / 2;
+        if w.len() % 2 == 1 {
+            (w[m], h[m])
+        } else {
+            ((w[m - 1] + w[m]) / 2.0, (h[m - 1] + h[m]) / 2)
+        }
     };
     let (ew, eh) = med(&mut res[0]);
     let (tw, th) = med(&mut res[1]);

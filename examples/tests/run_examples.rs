@@ -406,6 +406,35 @@ fn fast_path() {
 }
 
 #[test]
+fn parked() {
+    let out = run_ok("parked", &["--threads", "3000", "--workers", "2"]);
+    assert!(
+        out.contains("spawned=3000 ") && out.contains(" joined=3000 "),
+        "{out}"
+    );
+    run_bad("parked", &["--threads", "0"]);
+    run_bad("parked", &["--workers", "0"]);
+    run_bad("parked", &["--features", "NO_SUCH_FEATURE"]);
+}
+
+#[test]
+fn sleepers() {
+    let out = run_ok(
+        "sleepers",
+        &["--tasks", "2000", "--sleep-ms", "5", "--rounds", "1"],
+    );
+    for row in ["round 1 eevdf: wall", "round 1 tokio: wall", "median eevdf:"] {
+        assert!(out.contains(row), "no `{row}` in:\n{out}");
+    }
+    assert!(!out.contains("round 2"), "one round asked for:\n{out}");
+    run_bad("sleepers", &["--rounds", "0"]);
+    run_bad("sleepers", &["--tasks", "0"]);
+    run_bad("sleepers", &["--workers", "0"]);
+    run_bad("sleepers", &["--child", "nope"]);
+    run_bad("sleepers", &["--features", "NO_SUCH_FEATURE"]);
+}
+
+#[test]
 fn http_service() {
     let dir = std::env::temp_dir().join(format!("http_service_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

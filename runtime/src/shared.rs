@@ -48,8 +48,12 @@ pub(crate) struct Shared {
     pub(crate) workers: Box<[Worker]>,
     /// Workers that are idle (polling for a while, or parked).
     pub(crate) idle_mask: AtomicMask,
-    /// Number of workers with at least two queued tasks (gates newidle balance).
-    pub(crate) overloaded: AtomicU32,
+    /// Per worker: it has at least two queued tasks (gates newidle
+    /// balance; the kernel's root-domain `overloaded`). One flag per worker,
+    /// side by side (one cache line for up to 64 workers), each written by
+    /// its worker with a plain store when its queue crosses two tasks: no
+    /// read-modify-write on a line every worker shares.
+    pub(crate) overloaded: Box<[AtomicBool]>,
     pub(crate) config: Config,
     features: AtomicU32,
     pub(crate) registry: Registry,
@@ -80,9 +84,9 @@ impl Shared {
             .then(|| crate::io::uring::Driver::new(workers.len()));
         Shared {
             registry: Registry::new(workers.len()),
+            overloaded: (0..workers.len()).map(|_| AtomicBool::new(false)).collect(),
             workers,
             idle_mask: AtomicMask::new(),
-            overloaded: AtomicU32::new(0),
             config,
             features: AtomicU32::new(features.bits()),
             shutdown: AtomicBool::new(false),

@@ -119,7 +119,7 @@ where
 {
     fn execute(&self, fut: F) {
         let sh = match &self.runtime {
-            Some(sh) => sh.clone(),
+            Some(sh) => spawn::CurrentShared::Borrowed(sh),
             None => spawn::current_shared().unwrap_or_else(|| {
                 panic!(
                     "eevdf_rt::compat::hyper::Executor::execute called outside a green thread; \

@@ -238,6 +238,15 @@ impl Packet {
     /// The handle is gone: takes back a joiner it left registered, then
     /// drops the result if it is stored, else leaves that to the completer.
     fn detach(&self) {
+        if self.state.load(Ordering::Acquire) == DONE {
+            // DONE is final: the completer no longer touches the packet and
+            // no joiner can be registered, so there is nobody to tell (the
+            // common case, a handle dropped after `join`: no
+            // read-modify-write). Drop a result nobody took.
+            // SAFETY: as below (DONE read with Acquire).
+            self.result.with_mut(|p| unsafe { (*p).clear() });
+            return;
+        }
         self.unregister();
         let prev = self.state.fetch_or(DETACHED, Ordering::AcqRel);
         protocol_assert(

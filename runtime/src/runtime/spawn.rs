@@ -25,10 +25,36 @@ use std::sync::Arc;
 
 /// The runtime of the calling green thread (or of the blocking-pool
 /// thread running the caller: see `runtime::blocking`).
-pub(crate) fn current_shared() -> Option<Arc<Shared>> {
-    tls::current()
-        .map(|t| t.shared.clone())
-        .or_else(super::blocking::current_shared)
+pub(crate) fn current_shared() -> Option<CurrentShared<'static>> {
+    match tls::current() {
+        Some(t) => Some(CurrentShared::Borrowed(&t.shared)),
+        None => super::blocking::current_shared().map(CurrentShared::Owned),
+    }
+}
+
+/// A runtime reference that is borrowed where it can be: [`current_shared`]
+/// borrows the running green thread's, whose task outlives every call the
+/// green thread makes, so a spawn costs no reference-count round trip on
+/// the runtime; a blocking-pool thread gets its own reference. Like
+/// `tls::current`'s `&'static`, a borrowed one is only valid while the
+/// green thread that took it runs: use it for the call at hand, and clone
+/// the `Arc` to keep the runtime.
+pub(crate) enum CurrentShared<'a> {
+    /// Borrowed (from the running task, or from the caller).
+    Borrowed(&'a Arc<Shared>),
+    /// Owned.
+    Owned(Arc<Shared>),
+}
+
+impl std::ops::Deref for CurrentShared<'_> {
+    type Target = Arc<Shared>;
+    #[inline]
+    fn deref(&self) -> &Arc<Shared> {
+        match self {
+            CurrentShared::Borrowed(sh) => sh,
+            CurrentShared::Owned(sh) => sh,
+        }
+    }
 }
 
 /// Spawns `f` as a green thread on `sh`, then, called from a green
@@ -118,11 +144,12 @@ where
         let mut rq = w.lock_rq(sh, now);
         // SAFETY: the task is not published yet: the spawner owns it.
         let entity = unsafe { tcb.take_entity() };
-        let slot =
-            rq.q.enqueue(entity, tcb.clone(), EnqueueFlags::INITIAL, now);
-        tcb.set_slot(slot);
-        tcb.st.set_on_rq(QUEUED);
-        crate::task::stats::runnable(&tcb.acct, now);
+        // The queue takes the spawner's reference (no count round trip).
+        let slot = rq.q.enqueue(entity, tcb, EnqueueFlags::INITIAL, now);
+        let t = rq.q.payload(slot);
+        t.set_slot(slot);
+        t.st.set_on_rq(QUEUED);
+        crate::task::stats::runnable(&t.acct, now);
         if rq.q.wakeup_preempt(slot, WakeFlags::FORK, now) {
             rq.request_resched();
         }
@@ -132,7 +159,7 @@ where
         tcb.activation.store(activation::NEW, Ordering::Relaxed);
         let w = &sh.workers[target];
         wake::count(sh, here, Counter::spawned_remote);
-        if w.post(tcb.clone()) {
+        if w.post(tcb) {
             wake::count(sh, here, Counter::kicks);
         }
         if sh.is_shutdown() && sh.registry.is_closed(here.unwrap_or(target)) {

@@ -66,11 +66,16 @@ impl Registry {
     }
 
     /// Removes `task` (at exit). Returns the registry's reference.
+    ///
+    /// Called once per task, by the thread that ran it to its end; shutdown
+    /// drains the registry only after every such thread is joined. So
+    /// nothing races for the key: a load and a store, not a swap.
     pub(crate) fn remove(&self, task: &crate::task::Tcb) -> Option<TaskRef> {
-        let key = task.reg_key.swap(u64::MAX, Ordering::Relaxed);
+        let key = task.reg_key.load(Ordering::Relaxed);
         if key == u64::MAX {
             return None;
         }
+        task.reg_key.store(u64::MAX, Ordering::Relaxed);
         let (shard, index) = ((key >> 32) as usize, (key & 0xffff_ffff) as u32);
         let mut s = self.shards[shard].lock();
         let t = s.entries[index as usize].take();

@@ -21,9 +21,9 @@ const CACHE_NICE_TRIES: u32 = 2;
 
 /// The busiest other worker with at least two queued tasks, if any.
 pub(crate) fn busiest(sh: &Shared, me: usize) -> Option<usize> {
-    // Cheap gate: nobody has two tasks, nothing to pull (one read-mostly
-    // line instead of every worker's).
-    if sh.overloaded.load(Ordering::Relaxed) == 0 {
+    // Cheap gate: nobody has two tasks, nothing to pull (the flags share
+    // one read-mostly line, instead of reading every worker's).
+    if !sh.overloaded.iter().any(|f| f.load(Ordering::Relaxed)) {
         return None;
     }
     let mut best = None;

@@ -136,8 +136,8 @@ pub(crate) struct Worker {
 /// Dropping it applies, in this order, the steps that must follow any
 /// change to a run queue:
 ///
-/// 1. publish the queue length (`nr_running`, and the runtime's
-///    `overloaded` count) for placement, balancing and the park re-check;
+/// 1. publish the queue length (`nr_running`, and the worker's
+///    `overloaded` flag) for placement, balancing and the park re-check;
 /// 2. arm the preemption timer (HRTICK) for the running task's new
 ///    protection or slice end — unless a reschedule was requested — and
 ///    refresh the worker's `next_event` ([`Deadlines`]);
@@ -390,17 +390,12 @@ impl Worker {
         let old = self.hot.nr_running.load(Ordering::Relaxed);
         if old != n {
             self.hot.nr_running.store(n, Ordering::Release);
-            // The "someone has a task to spare" count that gates newidle
-            // balancing (the kernel's root-domain `overloaded`): touched only
-            // when this queue crosses two tasks, so it stays read-mostly.
-            match (old >= 2, n >= 2) {
-                (false, true) => {
-                    sh.overloaded.fetch_add(1, Ordering::Relaxed);
-                }
-                (true, false) => {
-                    sh.overloaded.fetch_sub(1, Ordering::Relaxed);
-                }
-                _ => {}
+            // The "has a task to spare" flag that gates newidle balancing
+            // (the kernel's root-domain `overloaded`): written only when this
+            // queue crosses two tasks, so the flags stay read-mostly. Only
+            // the lock holder writes it (a plain store, no RMW).
+            if (old >= 2) != (n >= 2) {
+                sh.overloaded[self.index].store(n >= 2, Ordering::Relaxed);
             }
         }
     }

@@ -423,7 +423,11 @@ fn sleepers() {
         "sleepers",
         &["--tasks", "2000", "--sleep-ms", "5", "--rounds", "1"],
     );
-    for row in ["round 1 eevdf: wall", "round 1 tokio: wall", "median eevdf:"] {
+    for row in [
+        "round 1 eevdf: wall",
+        "round 1 tokio: wall",
+        "median eevdf:",
+    ] {
         assert!(out.contains(row), "no `{row}` in:\n{out}");
     }
     assert!(!out.contains("round 2"), "one round asked for:\n{out}");

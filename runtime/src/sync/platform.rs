@@ -19,7 +19,7 @@ mod imp {
     /// held across a green-thread switch.
     pub(crate) type Lock<T> = crate::lock::ShortLock<T>;
     /// Its guard.
-    pub(crate) type LockGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+    pub(crate) type LockGuard<'a, T> = crate::lock::ShortGuard<'a, T>;
 
     /// Who to wake: a green thread or an OS thread.
     pub(crate) type Waiter = crate::wake::waiter::Waiter;

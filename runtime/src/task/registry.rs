@@ -7,9 +7,9 @@
 //! blocked stacks), and shutdown must unwind and free them. Must not: be
 //! used on the switch path.
 
+use crate::lock::ShortLock;
 use crate::task::TaskRef;
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 
 struct Slab {
@@ -22,7 +22,7 @@ struct Slab {
 
 /// Sharded slab of live tasks.
 pub(crate) struct Registry {
-    shards: Box<[CachePadded<Mutex<Slab>>]>,
+    shards: Box<[CachePadded<ShortLock<Slab>>]>,
 }
 
 impl Registry {
@@ -30,7 +30,7 @@ impl Registry {
         Registry {
             shards: (0..shards.max(1))
                 .map(|_| {
-                    CachePadded::new(Mutex::new(Slab {
+                    CachePadded::new(ShortLock::new(Slab {
                         entries: Vec::new(),
                         free: Vec::new(),
                         closed: false,

@@ -8,11 +8,11 @@
 //! its lag and relative deadline (dequeue without SLEEP, enqueue MIGRATED).
 //! Must not: move pinned tasks, delayed tasks, or the running task.
 
+use crate::lock::ShortGuard;
 use crate::sched::{Dequeue, DequeueFlags, EnqueueFlags, Feature, WakeFlags};
 use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::worker::Worker;
-use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 
 /// Failed attempts after which cache-hot and ineligible tasks may be moved
@@ -194,8 +194,8 @@ pub(crate) fn lock_pair<'a>(
     a: &'a Worker,
     b: &'a Worker,
 ) -> (
-    MutexGuard<'a, crate::worker::Rq>,
-    MutexGuard<'a, crate::worker::Rq>,
+    ShortGuard<'a, crate::worker::Rq>,
+    ShortGuard<'a, crate::worker::Rq>,
 ) {
     debug_assert_ne!(a.index, b.index);
     if a.index < b.index {

@@ -40,7 +40,7 @@ pub(crate) mod run;
 pub(crate) mod tls;
 
 use crate::context::StackCache;
-use crate::lock::ShortLock;
+use crate::lock::{ShortGuard, ShortLock};
 use crate::lockfree::wakelist::WakeList;
 use crate::sched::{Feature, Features, Params, RunQueue};
 use crate::shared::Shared;
@@ -51,7 +51,6 @@ use crate::time::timers::Timers;
 use crossbeam_utils::CachePadded;
 use idle::IdleState;
 use owner::Ownership;
-use parking_lot::MutexGuard;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// `flags` bit: a reschedule is pending (honoured at the next preemption point).
@@ -154,7 +153,7 @@ pub(crate) struct RqGuard<'a> {
     resched: bool,
     /// The locker is the worker's own thread.
     owner: bool,
-    rq: Option<MutexGuard<'a, Rq>>,
+    rq: Option<ShortGuard<'a, Rq>>,
 }
 
 impl RqGuard<'_> {
@@ -285,14 +284,14 @@ impl Worker {
     /// change the queue (timers, stacks, counters, shutdown) and for the
     /// balancer, which holds two queues and publishes both itself.
     #[inline]
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Rq> {
+    pub(crate) fn lock(&self) -> ShortGuard<'_, Rq> {
         self.rq.lock()
     }
 
     /// Locks the run queue without its follow-up steps, only if it is free
     /// now (a busy worker pulling from a stalled one never waits for it).
     #[inline]
-    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, Rq>> {
+    pub(crate) fn try_lock(&self) -> Option<ShortGuard<'_, Rq>> {
         self.rq.try_lock()
     }
 

@@ -107,6 +107,74 @@ fn successful_io_is_a_preemption_point() {
     );
 }
 
+/// Every channel operation that may wait is a preemption point even when it
+/// completes at once — exactly one, wherever it completes: a send into the
+/// buffer, a receive from it, a send or receive that finds the other side
+/// gone, and a receive whose deadline has already passed (the wait never
+/// parks). On one worker, each loop below would otherwise keep a 1 ms
+/// sleeper waiting for all of its 300 ms.
+#[test]
+fn channel_operations_that_do_not_wait_are_preemption_points() {
+    let _turn = one_at_a_time();
+    type Step = fn(&channel::Sender<u32>, &channel::Receiver<u32>);
+    let steps: [(&str, Step); 3] = [
+        ("send + recv through the buffer", |tx, rx| {
+            tx.send(1).unwrap();
+            rx.recv().unwrap();
+        }),
+        ("recv_timeout(0) on an empty channel", |_, rx| {
+            let r = rx.recv_timeout(Duration::ZERO);
+            assert_eq!(r, Err(channel::RecvTimeoutError::Timeout));
+        }),
+        ("send_timeout(0) on a full channel", |tx, _| {
+            let r = tx.send_timeout(2, Duration::ZERO);
+            assert!(matches!(r, Err(channel::SendTimeoutError::Timeout(2))));
+        }),
+    ];
+    for (name, step) in steps {
+        let late = with_timeout(60, name, move || {
+            let rt = eevdf_rt::Builder::new()
+                .workers(1)
+                .handoff(None)
+                .build()
+                .unwrap();
+            rt.block_on(move || {
+                let (tx, rx) = channel::bounded::<u32>(1);
+                if name.starts_with("send_timeout") {
+                    tx.send(0).unwrap(); // full
+                }
+                sleeper_lateness_during(|| step(&tx, &rx))
+            })
+        });
+        assert!(
+            late < Duration::from_millis(150),
+            "{name}: the sleeper woke {late:?} late: the loop was never preempted"
+        );
+    }
+    // The other side gone: an error return is a preemption point too.
+    let late = with_timeout(60, "disconnected", || {
+        let rt = eevdf_rt::Builder::new()
+            .workers(1)
+            .handoff(None)
+            .build()
+            .unwrap();
+        rt.block_on(|| {
+            let (tx, rx) = channel::unbounded::<u32>();
+            drop(rx);
+            let (tx2, rx2) = channel::unbounded::<u32>();
+            drop(tx2);
+            sleeper_lateness_during(|| {
+                assert!(tx.send(1).is_err());
+                assert!(rx2.recv().is_err());
+            })
+        })
+    });
+    assert!(
+        late < Duration::from_millis(150),
+        "disconnected: the sleeper woke {late:?} late: the loop was never preempted"
+    );
+}
+
 /// Every way of spawning from a green thread is a preemption point, as a
 /// fork is in the kernel. `task::Builder::spawn` (and `Runtime::spawn`,
 /// `spawn_future`) used not to be: a green thread spawning in a loop kept

@@ -294,6 +294,9 @@ impl<S, T> Drop for Unlinker<'_, S, T> {
 /// been unlinked and nobody woke it). A node dequeued by a waker while its
 /// deadline was passing reports the waker's token: it counts as woken.
 ///
+/// Every return has passed a preemption point: the park switched, or
+/// [`platform::park`] served one, or `block` calls one itself.
+///
 /// Never returns while `node` is linked, even by unwinding.
 pub(crate) fn block<S, T>(
     lock: &Lock<S>,
@@ -309,12 +312,19 @@ pub(crate) fn block<S, T>(
     drop(guard);
     let unlinker = Unlinker { lock, list, node };
     before_park();
+    let mut parked = false;
     loop {
         let t = node.token.load(Ordering::SeqCst);
         if t != WAITING {
             std::mem::forget(unlinker);
+            if !parked {
+                // Completed before we parked: the call did not switch, so
+                // it still owes its caller a preemption point.
+                platform::preempt();
+            }
             return Some(t);
         }
+        parked = true;
         if !platform::park(|| node.token.load(Ordering::SeqCst) != WAITING, deadline) {
             // The deadline passed: settle the race with wakers under the lock.
             let mut g = lock.lock();

@@ -78,12 +78,15 @@ pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool 
             let dl = deadline.map(clock::from_instant);
             if let Some(dl) = dl {
                 if clock::now() >= dl {
+                    // No switch: the caller still gets its preemption point.
+                    crate::preempt_point();
                     return ready();
                 }
             }
             me.st.set_blocked();
             if ready() {
                 me.st.set_running();
+                crate::preempt_point();
                 return true;
             }
             let why = match dl {

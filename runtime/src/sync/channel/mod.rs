@@ -88,6 +88,19 @@ enum Wait {
     Until(Option<Instant>),
 }
 
+impl Wait {
+    /// The preemption point of an operation that may wait but completed
+    /// without waiting (the kernel's `might_sleep`). Each call passes
+    /// exactly one: here, in [`wake_one`], or in `waitlist::block` (which
+    /// switches, or serves one when it returns without switching).
+    #[inline]
+    fn preempt(self) {
+        if let Wait::Until(_) = self {
+            platform::preempt();
+        }
+    }
+}
+
 enum SendFail<T> {
     Full(T),
     Disconnected(T),
@@ -121,12 +134,10 @@ impl<T> Chan<T> {
     }
 
     fn send(&self, msg: T, wait: Wait) -> Result<(), SendFail<T>> {
-        if let Wait::Until(_) = wait {
-            platform::preempt(); // might_sleep()
-        }
         let mut g = self.state.lock();
         if g.receivers_gone {
             drop(g);
+            wait.preempt();
             return Err(SendFail::Disconnected(msg));
         }
         // A sleeping receiver: the buffer is empty; hand it the message.
@@ -139,6 +150,8 @@ impl<T> Chan<T> {
         }
         if self.cap.is_none_or(|c| g.buf.len() < c) {
             g.buf.push_back(msg);
+            drop(g);
+            wait.preempt();
             return Ok(());
         }
         let Wait::Until(deadline) = wait else {
@@ -163,9 +176,6 @@ impl<T> Chan<T> {
     }
 
     fn recv(&self, wait: Wait) -> Result<T, RecvFail> {
-        if let Wait::Until(_) = wait {
-            platform::preempt(); // might_sleep()
-        }
         let mut g = self.state.lock();
         if let Some(msg) = g.buf.pop_front() {
             // A slot is free: move the oldest sleeping sender's message in.
@@ -178,7 +188,11 @@ impl<T> Chan<T> {
                 None => None,
             };
             drop(g);
-            wake_one(w);
+            if w.is_some() {
+                wake_one(w);
+            } else {
+                wait.preempt();
+            }
             return Ok(msg);
         }
         // Rendezvous: take the message straight from a sleeping sender.
@@ -190,6 +204,8 @@ impl<T> Chan<T> {
             return Ok(msg);
         }
         if g.senders_gone {
+            drop(g);
+            wait.preempt();
             return Err(RecvFail::Disconnected);
         }
         let Wait::Until(deadline) = wait else {

@@ -9,11 +9,15 @@
 //! `wake::waiter`'s `Waiter` and `park`), following the protocol: the
 //! sleeper queues itself under the primitive's internal lock, releases
 //! it, and parks; the waker makes the condition true, dequeues under that
-//! lock, releases it, then wakes. Lock acquisitions, semaphore acquires
-//! and blocking channel operations honour a pending reschedule on entry
-//! (the kernel's `might_sleep()`); every call that woke someone honours it
-//! after releasing its internal locks (docs/architecture.md: the resched flag is
-//! honoured at every runtime call that can block or wake).
+//! lock, releases it, then wakes. Lock acquisitions and semaphore acquires
+//! honour a pending reschedule on entry (the kernel's `might_sleep()`);
+//! every call that woke someone honours it after releasing its internal
+//! locks (docs/architecture.md: the resched flag is honoured at every
+//! runtime call that can block or wake). A blocking channel operation
+//! passes exactly one preemption point, where it completes: after its
+//! wake, after a completion that did not wait, or in the wait itself
+//! (`waitlist::block` switches, or serves one when it returns without
+//! switching).
 //!
 //! Must not: hold an internal lock across a green-thread switch (it would
 //! stall the worker thread of any other green thread that tries to take

@@ -124,11 +124,21 @@ fn lone_yield(me: &crate::task::Tcb) -> bool {
 /// keeps its worker. A no-op on OS threads.
 #[inline]
 pub fn preempt_point() {
+    preempt_point_at(None);
+}
+
+/// [`preempt_point`], checking the clock-driven duties against `now` if
+/// given: a clock reading the calling runtime operation made a moment ago
+/// (a wake's or a spawn's), which saves reading the clock again. A
+/// reading that is late by a contended lock's wait only defers a duty
+/// that fell due in that wait to the next preemption point.
+#[inline]
+pub(crate) fn preempt_point_at(now: Option<u64>) {
     if let Some((sh, i, own)) = tls::worker_own() {
         let w = &sh.workers[i];
         // `own` differs from the word only if the worker was handed to
         // another thread while this green thread ran (worker::handoff).
-        if w.flags() != 0 || w.own.load() != own || w.event_due(clock::now()) {
+        if w.flags() != 0 || w.own.load() != own || w.event_due(now.unwrap_or_else(clock::now)) {
             preempt_slow();
         } else if sh.uring.is_some() {
             // I/O hook (io_uring driver): completions that arrived while

@@ -76,8 +76,8 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let h = spawn_green_no_preempt(sh, opts, f)?;
-    crate::runtime::api::preempt_point();
+    let (h, now) = spawn_green_inner(sh, opts, f)?;
+    crate::runtime::api::preempt_point_at(now);
     Ok(h)
 }
 
@@ -92,6 +92,21 @@ pub(crate) fn spawn_green_no_preempt<F, T>(
     opts: SpawnOpts,
     f: F,
 ) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_green_inner(sh, opts, f).map(|(h, _)| h)
+}
+
+/// The spawn itself; also returns the clock reading a local enqueue made,
+/// for the spawner's preemption point.
+#[inline]
+fn spawn_green_inner<F, T>(
+    sh: &Arc<Shared>,
+    opts: SpawnOpts,
+    f: F,
+) -> io::Result<(JoinHandle<T>, Option<u64>)>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -137,10 +152,12 @@ where
         return Err(io::Error::other(Error::Shutdown));
     }
 
+    let mut clock_read = None;
     if Some(target) == here {
         // Local: enqueue under our own lock.
         let w = &sh.workers[target];
         let now = clock::now();
+        clock_read = Some(now);
         let mut rq = w.lock_rq(sh, now);
         // SAFETY: the task is not published yet: the spawner owns it.
         let entity = unsafe { tcb.take_entity() };
@@ -174,7 +191,7 @@ where
             }
         }
     }
-    Ok(handle)
+    Ok((handle, clock_read))
 }
 
 /// The code a green thread runs: the user's closure, with its panic caught

@@ -34,10 +34,13 @@ mod imp {
         w.wake();
     }
 
-    /// Wakes with the sync hint: the caller usually blocks next (WA_SYNC).
+    /// Wakes with the sync hint (the caller usually blocks next: WA_SYNC),
+    /// then passes the caller's preemption point, reusing the clock
+    /// reading the wake made (one `rdtsc` fewer per channel message).
     #[inline]
-    pub(crate) fn wake_sync(w: Waiter) {
-        w.wake_sync();
+    pub(crate) fn wake_sync_then_preempt(w: Waiter) {
+        let now = w.wake_sync();
+        crate::runtime::api::preempt_point_at(now);
     }
 
     #[inline]
@@ -91,7 +94,7 @@ mod imp {
         w.unpark();
     }
 
-    pub(crate) fn wake_sync(w: Waiter) {
+    pub(crate) fn wake_sync_then_preempt(w: Waiter) {
         w.unpark();
     }
 

@@ -62,17 +62,22 @@ pub(crate) fn count(sh: &Shared, waker: Option<usize>, c: Counter) {
 /// Callers publish their wake condition (with a `SeqCst` store, or under a
 /// lock the sleeper also takes before blocking) before calling.
 pub(crate) fn wake_task(t: &TaskRef) -> bool {
-    wake(t, false)
+    wake(t, false, &mut None)
 }
 
 /// [`wake_task`] with the sync hint: the caller (a channel operation)
 /// usually blocks next, so the wakee may be placed on its worker (WA_SYNC).
-pub(crate) fn wake_task_sync(t: &TaskRef) -> bool {
-    wake(t, true)
+/// Returns the clock reading the wake made, if it read the clock, so that
+/// the waker's preemption point right after it need not read it again.
+pub(crate) fn wake_task_sync(t: &TaskRef) -> Option<u64> {
+    let mut now = None;
+    wake(t, true, &mut now);
+    now
 }
 
 #[inline]
-fn wake(t: &TaskRef, sync: bool) -> bool {
+/// `clock_read`: set to the clock reading the wake used, if it read one.
+fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
     // Lock-free early out (task::state rule 1): a task that is not blocked
     // either never slept or is already being woken.
     if !t.st.is_blocked() {
@@ -85,7 +90,7 @@ fn wake(t: &TaskRef, sync: bool) -> bool {
     }
     let waker = waker_index(sh);
     // Still queued: running (about to block), or delayed.
-    if t.st.on_rq() != NOT_QUEUED && ttwu_runnable(sh, t, waker) {
+    if t.st.on_rq() != NOT_QUEUED && ttwu_runnable(sh, t, waker, clock_read) {
         return true;
     }
     // Off every run queue: we own the wake now.
@@ -119,14 +124,19 @@ fn wake(t: &TaskRef, sync: bool) -> bool {
         count(sh, waker, Counter::migrations);
         crate::trace::migrate(sh, waker, t, prev, target);
     }
-    ttwu_queue(sh, t, target, waker, kind);
+    ttwu_queue(sh, t, target, waker, kind, clock_read);
     true
 }
 
 /// The task is still accounted by a run queue (it has not switched out
 /// yet, or it is delayed): make it runnable where it is (docs/eevdf.md §11.1).
 /// Returns `false` if it left the queue before we got its lock.
-fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
+fn ttwu_runnable(
+    sh: &Shared,
+    t: &TaskRef,
+    waker: Option<usize>,
+    clock_read: &mut Option<u64>,
+) -> bool {
     loop {
         let cpu = t.cpu();
         let w = &sh.workers[cpu];
@@ -135,6 +145,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
         // that placement can wake it where it will run.
         if waker != Some(cpu) && !t.st.on_cpu() && placement::should_leave(sh, t, cpu) {
             let now = clock::now();
+            *clock_read = Some(now);
             let mut rq = w.lock_rq_from(sh, now, waker);
             if t.cpu() != cpu {
                 continue;
@@ -169,6 +180,7 @@ fn ttwu_runnable(sh: &Shared, t: &TaskRef, waker: Option<usize>) -> bool {
             return true;
         }
         let now = clock::now();
+        *clock_read = Some(now);
         let mut rq = w.lock_rq_from(sh, now, waker);
         if t.cpu() != cpu {
             continue; // moved while we waited for the lock; retry on its new worker
@@ -240,12 +252,20 @@ fn push_wakelist(sh: &Shared, t: &TaskRef, w: &Worker, waker: Option<usize>) {
 
 /// Enqueue `t` on `target`: through its wakelist when the rule says so,
 /// otherwise inline under its lock (docs/eevdf.md §11.1 `ttwu_queue`).
-fn ttwu_queue(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, kind: u8) {
+fn ttwu_queue(
+    sh: &Shared,
+    t: &TaskRef,
+    target: usize,
+    waker: Option<usize>,
+    kind: u8,
+    clock_read: &mut Option<u64>,
+) {
     if try_wakelist(sh, t, target, waker, kind) {
         return;
     }
     let w = &sh.workers[target];
     let now = clock::now();
+    *clock_read = Some(now);
     let mut rq = w.lock_rq_from(sh, now, waker);
     let preempt = activate(sh, w, &mut rq, t.clone(), kind, now);
     crate::trace::wakeup(

@@ -59,12 +59,15 @@ impl Waiter {
 
     /// Wakes it with the sync hint (the caller usually blocks next; see
     /// the WA_SYNC feature).
-    pub(crate) fn wake_sync(&self) -> bool {
+    ///
+    /// Returns the clock reading the wake made, if any (for the caller's
+    /// preemption point).
+    pub(crate) fn wake_sync(&self) -> Option<u64> {
         match self {
             Waiter::Green(t) => super::wake_task_sync(t),
             Waiter::Thread(th) => {
                 th.unpark();
-                true
+                None
             }
         }
     }

@@ -277,8 +277,7 @@ fn take<T>(n: &Node<T>) -> T {
 #[inline]
 fn wake_one(w: Option<Waiter>) {
     if let Some(w) = w {
-        platform::wake_sync(w);
-        platform::preempt();
+        platform::wake_sync_then_preempt(w);
     }
 }
 

@@ -65,6 +65,16 @@ fn join_directed_yield_survives_steals_without_spawn_local() {
     assert!(n > 0);
 }
 
+/// A one-worker runtime whose worker is never handed off, so that a loop
+/// without preemption points keeps it for the whole loop.
+fn one_worker_without_handoff() -> eevdf_rt::Runtime {
+    eevdf_rt::Builder::new()
+        .workers(1)
+        .handoff(None)
+        .build()
+        .unwrap()
+}
+
 /// On a green thread: arms a 1 ms sleeper on this worker, runs `step` in a
 /// loop for 300 ms, and returns how late the sleeper woke. A loop whose
 /// step passes no preemption point makes it wait for the whole loop.
@@ -133,11 +143,7 @@ fn channel_operations_that_do_not_wait_are_preemption_points() {
     ];
     for (name, step) in steps {
         let late = with_timeout(60, name, move || {
-            let rt = eevdf_rt::Builder::new()
-                .workers(1)
-                .handoff(None)
-                .build()
-                .unwrap();
+            let rt = one_worker_without_handoff();
             rt.block_on(move || {
                 let (tx, rx) = channel::bounded::<u32>(1);
                 if name.starts_with("send_timeout") {
@@ -153,11 +159,7 @@ fn channel_operations_that_do_not_wait_are_preemption_points() {
     }
     // The other side gone: an error return is a preemption point too.
     let late = with_timeout(60, "disconnected", || {
-        let rt = eevdf_rt::Builder::new()
-            .workers(1)
-            .handoff(None)
-            .build()
-            .unwrap();
+        let rt = one_worker_without_handoff();
         rt.block_on(|| {
             let (tx, rx) = channel::unbounded::<u32>();
             drop(rx);
@@ -196,13 +198,7 @@ fn every_spawn_is_a_preemption_point() {
     ];
     for (name, spawn) in ways {
         let late = with_timeout(60, name, move || {
-            let rt = std::sync::Arc::new(
-                eevdf_rt::Builder::new()
-                    .workers(1)
-                    .handoff(None)
-                    .build()
-                    .unwrap(),
-            );
+            let rt = std::sync::Arc::new(one_worker_without_handoff());
             let rt2 = rt.clone();
             rt.block_on(move || {
                 let mut children = Vec::new();
@@ -236,11 +232,7 @@ fn joining_finished_tasks_is_a_preemption_point() {
     use std::sync::Arc;
     const N: usize = 200_000;
     let (joined_when_woken, total) = with_timeout(120, "joins", || {
-        let rt = eevdf_rt::Builder::new()
-            .workers(1)
-            .handoff(None)
-            .build()
-            .unwrap();
+        let rt = one_worker_without_handoff();
         rt.block_on(|| {
             let handles: Vec<_> = (0..N).map(|_| eevdf_rt::spawn(|| ())).collect();
             // Let every one of them finish.

@@ -2,8 +2,12 @@
 # locked RMWs per op: callgrind per-instruction counts (n and 2n ops) joined
 # with objdump's lock-prefixed / xchg instructions of the binary.
 # usage: locks.sh mode n [ops_per_iter]
+# INSN (an awk regex of the instruction text) and WHAT (the label) count
+# other instructions the same way, e.g. INSN='rdtsc' WHAT='rdtsc'.
 B=/work/prof/target/release/prof
-objdump -d --no-show-raw-insn $B | awk '/^ *[0-9a-f]+:\t(lock |xchg)/ {a=$1; sub(":","",a); print a}' | sort -u > /tmp/lockaddrs.txt
+INSN=${INSN:-(lock |xchg)}
+WHAT=${WHAT:-locked RMWs}
+objdump -d --no-show-raw-insn $B | awk -v insn="^ *[0-9a-f]+:\t$INSN" '$0 ~ insn {a=$1; sub(":","",a); print a}' | sort -u > /tmp/lockaddrs.txt
 for k in 1 2; do
   valgrind --tool=callgrind --dump-instr=yes --dump-line=no --callgrind-out-file=/tmp/cgl.$k $B $1 $(( $2 * k )) > /dev/null 2>&1
 done
@@ -54,7 +58,7 @@ for ad in locks:
     diff=b.get(ad,0)-a.get(ad,0)
     if diff>0: rows.append((diff,ad)); tot+=diff
 n=$2*${3:-1}
-print("locked RMWs per op: %.2f"%(tot/n))
+print("$WHAT per op: %.2f"%(tot/n))
 for d,ad in sorted(rows,reverse=True):
     print("%6.2f %x"%(d/n,ad))
 PY

@@ -1,7 +1,39 @@
 use std::time::Instant;
+fn tokio_mode(mode: &str, n: u64) {
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let d = rt.block_on(async move {
+        match mode {
+            "tokio-yield" => {
+                let h = tokio::spawn(async move { for _ in 0..n { tokio::task::yield_now().await; } });
+                let t = Instant::now();
+                for _ in 0..n { tokio::task::yield_now().await; }
+                h.await.unwrap();
+                t.elapsed() / 2
+            }
+            "tokio-spawn" => {
+                let t = Instant::now();
+                for _ in 0..n { tokio::spawn(async {}).await.unwrap(); }
+                t.elapsed()
+            }
+            "tokio-chan" => {
+                let (tx1, mut rx1) = tokio::sync::mpsc::channel::<u64>(1);
+                let (tx2, mut rx2) = tokio::sync::mpsc::channel::<u64>(1);
+                let h = tokio::spawn(async move { while let Some(v) = rx1.recv().await { if tx2.send(v).await.is_err() { break; } } });
+                let t = Instant::now();
+                for i in 0..n { tx1.send(i).await.unwrap(); rx2.recv().await.unwrap(); }
+                drop(tx1); h.await.unwrap();
+                t.elapsed()
+            }
+            _ => panic!(),
+        }
+    });
+    println!("{} ns/op", d.as_nanos() as f64 / n as f64);
+}
+
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or("yield".into());
     let n: u64 = std::env::args().nth(2).map(|s| s.parse().unwrap()).unwrap_or(20_000_000);
+    if mode.starts_with("tokio-") { return tokio_mode(&mode, n); }
     let workers: usize = std::env::var("W").ok().map(|s| s.parse().unwrap()).unwrap_or(1);
     let ss: usize = std::env::var("SS").ok().map(|s| s.parse().unwrap()).unwrap_or(256); let rt = eevdf_rt::Builder::new().workers(workers).stack_size(ss * 1024).features(&std::env::var("F").unwrap_or_default()).build().unwrap();
     let d = rt.block_on(move || {

@@ -75,8 +75,8 @@ pub(crate) fn wake_task_sync(t: &TaskRef) -> Option<u64> {
     now
 }
 
-#[inline]
 /// `clock_read`: set to the clock reading the wake used, if it read one.
+#[inline]
 fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
     // Lock-free early out (task::state rule 1): a task that is not blocked
     // either never slept or is already being woken.

@@ -199,6 +199,13 @@ fn run_bad(name: &str, args: &[&str]) {
     );
 }
 
+/// Fails unless `out` contains every one of `rows`.
+fn assert_has_rows(out: &str, rows: &[&str]) {
+    for row in rows {
+        assert!(out.contains(row), "no `{row}` in:\n{out}");
+    }
+}
+
 #[test]
 fn simulate() {
     let out = run_ok("simulate", &["--ms", "50", "--timeline-ms", "2"]);
@@ -226,9 +233,7 @@ fn latency_service() {
             svg_arg,
         ],
     );
-    for row in ["latency p99", "batch units/s", "eevdf-rt", "tokio"] {
-        assert!(out.contains(row), "no `{row}` in:\n{out}");
-    }
+    assert_has_rows(&out, &["latency p99", "batch units/s", "eevdf-rt", "tokio"]);
     check_latency_table(&out, 1000.0 * 0.2);
     let plot = std::fs::read_to_string(&svg).expect("the plot was written");
     let _ = std::fs::remove_file(&svg);
@@ -349,9 +354,10 @@ fn feature_ab() {
             "default;NO_TTWU_QUEUE;NO_TTWU_QUEUE_DELAYED,NO_RUN_TO_PARITY",
         ],
     );
-    for row in ["round trips/s", "wakeups_remote_queued", "NO_TTWU_QUEUE"] {
-        assert!(out.contains(row), "no `{row}` in:\n{out}");
-    }
+    assert_has_rows(
+        &out,
+        &["round trips/s", "wakeups_remote_queued", "NO_TTWU_QUEUE"],
+    );
     run_bad("feature_ab", &["--sets", "default;NO_SUCH_FEATURE"]);
     run_bad("feature_ab", &["--sets", ";"]);
     run_bad(
@@ -367,13 +373,14 @@ fn stuck() {
         "stuck",
         &["--rounds", "1", "--block-ms", "40", "--spin-ms", "40"],
     );
-    for row in [
-        "scenario=blocking handoff=on",
-        "scenario=spinning handoff=off",
-        "scenario=spawn_blocking handoff=on",
-    ] {
-        assert!(out.contains(row), "no `{row}` in:\n{out}");
-    }
+    assert_has_rows(
+        &out,
+        &[
+            "scenario=blocking handoff=on",
+            "scenario=spinning handoff=off",
+            "scenario=spawn_blocking handoff=on",
+        ],
+    );
     run_bad("stuck", &["--rounds", "0"]);
     run_bad("stuck", &["--block-ms", "0"]);
 }
@@ -423,13 +430,14 @@ fn sleepers() {
         "sleepers",
         &["--tasks", "2000", "--sleep-ms", "5", "--rounds", "1"],
     );
-    for row in [
-        "round 1 eevdf: wall",
-        "round 1 tokio: wall",
-        "median eevdf:",
-    ] {
-        assert!(out.contains(row), "no `{row}` in:\n{out}");
-    }
+    assert_has_rows(
+        &out,
+        &[
+            "round 1 eevdf: wall",
+            "round 1 tokio: wall",
+            "median eevdf:",
+        ],
+    );
     assert!(!out.contains("round 2"), "one round asked for:\n{out}");
     run_bad("sleepers", &["--rounds", "0"]);
     run_bad("sleepers", &["--tasks", "0"]);

@@ -118,36 +118,41 @@ fn successful_io_is_a_preemption_point() {
 }
 
 /// Every channel operation that may wait is a preemption point even when it
-/// completes at once — exactly one, wherever it completes: a send into the
-/// buffer, a receive from it, a send or receive that finds the other side
-/// gone, and a receive whose deadline has already passed (the wait never
-/// parks). On one worker, each loop below would otherwise keep a 1 ms
-/// sleeper waiting for all of its 300 ms.
+/// completes at once: a send into the buffer, a receive from it, a send or
+/// receive that finds the other side gone, and a wait whose deadline has
+/// already passed (it never parks). Each loop pairs the operation under
+/// test with ones that pass no preemption point (`try_*`, or nothing), so
+/// it fails if that one operation skips its point: on one worker, a 1 ms
+/// sleeper would wait for all of the loop's 300 ms.
 #[test]
 fn channel_operations_that_do_not_wait_are_preemption_points() {
     let _turn = one_at_a_time();
     type Step = fn(&channel::Sender<u32>, &channel::Receiver<u32>);
-    let steps: [(&str, Step); 3] = [
-        ("send + recv through the buffer", |tx, rx| {
+    // (name, messages to put in a bounded(1) channel first, step)
+    let steps: [(&str, usize, Step); 4] = [
+        ("send into the buffer", 0, |tx, rx| {
             tx.send(1).unwrap();
+            rx.try_recv().unwrap();
+        }),
+        ("recv from the buffer", 0, |tx, rx| {
+            tx.try_send(1).unwrap();
             rx.recv().unwrap();
         }),
-        ("recv_timeout(0) on an empty channel", |_, rx| {
+        ("recv_timeout(0) on an empty channel", 0, |_, rx| {
             let r = rx.recv_timeout(Duration::ZERO);
             assert_eq!(r, Err(channel::RecvTimeoutError::Timeout));
         }),
-        ("send_timeout(0) on a full channel", |tx, _| {
+        ("send_timeout(0) on a full channel", 1, |tx, _| {
             let r = tx.send_timeout(2, Duration::ZERO);
             assert!(matches!(r, Err(channel::SendTimeoutError::Timeout(2))));
         }),
     ];
-    for (name, step) in steps {
+    for (name, prefill, step) in steps {
         let late = with_timeout(60, name, move || {
-            let rt = one_worker_without_handoff();
-            rt.block_on(move || {
+            one_worker_without_handoff().block_on(move || {
                 let (tx, rx) = channel::bounded::<u32>(1);
-                if name.starts_with("send_timeout") {
-                    tx.send(0).unwrap(); // full
+                for i in 0..prefill {
+                    tx.send(i as u32).unwrap();
                 }
                 sleeper_lateness_during(|| step(&tx, &rx))
             })
@@ -158,23 +163,24 @@ fn channel_operations_that_do_not_wait_are_preemption_points() {
         );
     }
     // The other side gone: an error return is a preemption point too.
-    let late = with_timeout(60, "disconnected", || {
-        let rt = one_worker_without_handoff();
-        rt.block_on(|| {
-            let (tx, rx) = channel::unbounded::<u32>();
-            drop(rx);
-            let (tx2, rx2) = channel::unbounded::<u32>();
-            drop(tx2);
-            sleeper_lateness_during(|| {
-                assert!(tx.send(1).is_err());
-                assert!(rx2.recv().is_err());
+    for gone in ["receiver", "senders"] {
+        let late = with_timeout(60, gone, move || {
+            one_worker_without_handoff().block_on(move || {
+                let (tx, rx) = channel::unbounded::<u32>();
+                if gone == "receiver" {
+                    drop(rx);
+                    sleeper_lateness_during(|| assert!(tx.send(1).is_err()))
+                } else {
+                    drop(tx);
+                    sleeper_lateness_during(|| assert!(rx.recv().is_err()))
+                }
             })
-        })
-    });
-    assert!(
-        late < Duration::from_millis(150),
-        "disconnected: the sleeper woke {late:?} late: the loop was never preempted"
-    );
+        });
+        assert!(
+            late < Duration::from_millis(150),
+            "{gone} gone: the sleeper woke {late:?} late: the loop was never preempted"
+        );
+    }
 }
 
 /// Every way of spawning from a green thread is a preemption point, as a

@@ -129,9 +129,10 @@ pub fn preempt_point() {
 
 /// [`preempt_point`], checking the clock-driven duties against `now` if
 /// given: a clock reading the calling runtime operation made a moment ago
-/// (a wake's or a spawn's), which saves reading the clock again. A
-/// reading that is late by a contended lock's wait only defers a duty
-/// that fell due in that wait to the next preemption point.
+/// (a wake's or a spawn's, taken just before its run-queue lock), which
+/// saves reading the clock again. A reading made late by a contended lock
+/// only defers a duty that fell due meanwhile to the next preemption
+/// point; it never serves one early.
 #[inline]
 pub(crate) fn preempt_point_at(now: Option<u64>) {
     if let Some((sh, i, own)) = tls::worker_own() {

@@ -16,8 +16,10 @@
 //! runtime call that can block or wake). A blocking channel operation
 //! passes exactly one preemption point, where it completes: after its
 //! wake, after a completion that did not wait, or in the wait itself
-//! (`waitlist::block` switches, or serves one when it returns without
-//! switching).
+//! (`waitlist::block_preempting` switches, or passes one when it returns
+//! without switching). Other waits pass none when they return without
+//! switching: a mutex handed over by its unlocker must not be preempted
+//! while its new owner holds it.
 //!
 //! Must not: hold an internal lock across a green-thread switch (it would
 //! stall the worker thread of any other green thread that tries to take

@@ -48,6 +48,15 @@ mod imp {
         crate::wake::waiter::park(ready, deadline)
     }
 
+    /// [`park`], also telling whether a green thread switched out.
+    #[inline]
+    pub(crate) fn park_reporting(
+        ready: impl Fn() -> bool,
+        deadline: Option<Instant>,
+    ) -> (bool, bool) {
+        crate::wake::waiter::park_reporting(ready, deadline)
+    }
+
     #[inline]
     pub(crate) fn preempt() {
         crate::preempt_point();
@@ -109,6 +118,14 @@ mod imp {
         }
         loom::thread::park();
         true
+    }
+
+    /// No green threads under loom: nothing ever switches.
+    pub(crate) fn park_reporting(
+        ready: impl Fn() -> bool,
+        deadline: Option<Instant>,
+    ) -> (bool, bool) {
+        (park(ready, deadline), false)
     }
 
     pub(crate) fn preempt() {}

@@ -294,11 +294,42 @@ impl<S, T> Drop for Unlinker<'_, S, T> {
 /// been unlinked and nobody woke it). A node dequeued by a waker while its
 /// deadline was passing reports the waker's token: it counts as woken.
 ///
-/// Every return has passed a preemption point: the park switched, or
-/// [`platform::park`] served one, or `block` calls one itself.
-///
 /// Never returns while `node` is linked, even by unwinding.
 pub(crate) fn block<S, T>(
+    lock: &Lock<S>,
+    guard: LockGuard<'_, S>,
+    list: fn(&mut S) -> &mut List<T>,
+    node: &Node<T>,
+    front: bool,
+    before_park: impl FnOnce(),
+    deadline: Option<Instant>,
+) -> Option<u32> {
+    block_inner(lock, guard, list, node, front, before_park, deadline).0
+}
+
+/// [`block`] for a call that owes its caller exactly one preemption point
+/// wherever it completes (a channel operation): if the wait returned
+/// without switching (a waker or the deadline came first), it passes one.
+/// Not for a primitive whose token hands it something it then holds (a
+/// mutex's hand-off): that must not be preempted while holding it.
+pub(crate) fn block_preempting<S, T>(
+    lock: &Lock<S>,
+    guard: LockGuard<'_, S>,
+    list: fn(&mut S) -> &mut List<T>,
+    node: &Node<T>,
+    front: bool,
+    before_park: impl FnOnce(),
+    deadline: Option<Instant>,
+) -> Option<u32> {
+    let (r, switched) = block_inner(lock, guard, list, node, front, before_park, deadline);
+    if !switched {
+        platform::preempt();
+    }
+    r
+}
+
+/// [`block`], also telling whether the green thread switched out.
+fn block_inner<S, T>(
     lock: &Lock<S>,
     mut guard: LockGuard<'_, S>,
     list: fn(&mut S) -> &mut List<T>,
@@ -306,35 +337,32 @@ pub(crate) fn block<S, T>(
     front: bool,
     before_park: impl FnOnce(),
     deadline: Option<Instant>,
-) -> Option<u32> {
+) -> (Option<u32>, bool) {
     node.token.store(WAITING, Ordering::Relaxed);
     list(&mut guard).push(node, front);
     drop(guard);
     let unlinker = Unlinker { lock, list, node };
     before_park();
-    let mut parked = false;
+    let mut switched = false;
     loop {
         let t = node.token.load(Ordering::SeqCst);
         if t != WAITING {
             std::mem::forget(unlinker);
-            if !parked {
-                // Completed before we parked: the call did not switch, so
-                // it still owes its caller a preemption point.
-                platform::preempt();
-            }
-            return Some(t);
+            return (Some(t), switched);
         }
-        parked = true;
-        if !platform::park(|| node.token.load(Ordering::SeqCst) != WAITING, deadline) {
+        let (awake, sw) =
+            platform::park_reporting(|| node.token.load(Ordering::SeqCst) != WAITING, deadline);
+        switched |= sw;
+        if !awake {
             // The deadline passed: settle the race with wakers under the lock.
             let mut g = lock.lock();
             let t = node.token.load(Ordering::Relaxed);
             std::mem::forget(unlinker);
             if t == WAITING {
                 list(&mut g).unlink(node);
-                return None;
+                return (None, switched);
             }
-            return Some(t);
+            return (Some(t), switched);
         }
     }
 }

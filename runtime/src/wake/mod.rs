@@ -93,6 +93,10 @@ fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
     if t.st.on_rq() != NOT_QUEUED && ttwu_runnable(sh, t, waker, clock_read) {
         return true;
     }
+    // The reading is reported only if it is this wake's last step: what
+    // follows may wait (for the task to get off its CPU) before an enqueue
+    // that reads the clock afresh, or before a wakelist push that does not.
+    *clock_read = None;
     // Off every run queue: we own the wake now.
     t.st.set_state(WAKING);
     let prev = t.cpu();

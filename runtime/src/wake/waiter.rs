@@ -76,21 +76,26 @@ impl Waiter {
 /// Parks the caller until woken, `ready()` is true, or `deadline` passes
 /// (spurious returns allowed). Returns `false` if the deadline passed.
 pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
+    park_reporting(ready, deadline).0
+}
+
+/// [`park`], also telling whether the green thread switched out (`false`
+/// when `ready()` held or the deadline had passed before it could, and
+/// always on an OS thread): a caller that owes a preemption point when it
+/// did not switch passes one itself.
+pub(crate) fn park_reporting(ready: impl Fn() -> bool, deadline: Option<Instant>) -> (bool, bool) {
     match tls::current() {
         Some(me) => {
             let dl = deadline.map(clock::from_instant);
             if let Some(dl) = dl {
                 if clock::now() >= dl {
-                    // No switch: the caller still gets its preemption point.
-                    crate::preempt_point();
-                    return ready();
+                    return (ready(), false);
                 }
             }
             me.st.set_blocked();
             if ready() {
                 me.st.set_running();
-                crate::preempt_point();
-                return true;
+                return (true, false);
             }
             let why = match dl {
                 Some(dl) => Switch::BlockUntil(dl),
@@ -104,15 +109,15 @@ pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool 
                 if let Some(me) = tls::current() {
                     me.bump_timer_seq();
                 }
-                return ready() || clock::now() < dl;
+                return (ready() || clock::now() < dl, true);
             }
-            true
+            (true, true)
         }
         None => {
             if ready() {
-                return true;
+                return (true, false);
             }
-            match deadline {
+            let awake = match deadline {
                 None => {
                     std::thread::park();
                     true
@@ -120,12 +125,13 @@ pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool 
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return ready();
+                        return (ready(), false);
                     }
                     std::thread::park_timeout(d - now);
                     ready() || Instant::now() < d
                 }
-            }
+            };
+            (awake, false)
         }
     }
 }

@@ -91,8 +91,9 @@ enum Wait {
 impl Wait {
     /// The preemption point of an operation that may wait but completed
     /// without waiting (the kernel's `might_sleep`). Each call passes
-    /// exactly one: here, in [`wake_one`], or in `waitlist::block` (which
-    /// switches, or serves one when it returns without switching).
+    /// exactly one: here, in [`wake_one`], or in its wait
+    /// (`waitlist::block_preempting` switches, or passes one when it
+    /// returns without switching).
     #[inline]
     fn preempt(self) {
         if let Wait::Until(_) = self {
@@ -159,7 +160,7 @@ impl<T> Chan<T> {
             return Err(SendFail::Full(msg));
         };
         let node = Node::new(0, Some(msg));
-        let r = waitlist::block(
+        let r = waitlist::block_preempting(
             &self.state,
             g,
             |s| &mut s.senders,
@@ -212,7 +213,7 @@ impl<T> Chan<T> {
             return Err(RecvFail::Empty);
         };
         let node = Node::new(0, None);
-        let r = waitlist::block(
+        let r = waitlist::block_preempting(
             &self.state,
             g,
             |s| &mut s.receivers,

@@ -16,8 +16,8 @@
 //! runtime call that can block or wake). A blocking channel operation
 //! passes exactly one preemption point, where it completes: after its
 //! wake, after a completion that did not wait, or in the wait itself
-//! (`waitlist::block_preempting` switches, or passes one when it returns
-//! without switching). Other waits pass none when they return without
+//! (`waitlist::block_reporting` tells whether it switched; if not, the
+//! channel passes one). Other waits pass none when they return without
 //! switching: a mutex handed over by its unlocker must not be preempted
 //! while its new owner holds it.
 //!

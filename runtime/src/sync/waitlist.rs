@@ -304,32 +304,15 @@ pub(crate) fn block<S, T>(
     before_park: impl FnOnce(),
     deadline: Option<Instant>,
 ) -> Option<u32> {
-    block_inner(lock, guard, list, node, front, before_park, deadline).0
+    block_reporting(lock, guard, list, node, front, before_park, deadline).0
 }
 
-/// [`block`] for a call that owes its caller exactly one preemption point
-/// wherever it completes (a channel operation): if the wait returned
-/// without switching (a waker or the deadline came first), it passes one.
-/// Not for a primitive whose token hands it something it then holds (a
-/// mutex's hand-off): that must not be preempted while holding it.
-pub(crate) fn block_preempting<S, T>(
-    lock: &Lock<S>,
-    guard: LockGuard<'_, S>,
-    list: fn(&mut S) -> &mut List<T>,
-    node: &Node<T>,
-    front: bool,
-    before_park: impl FnOnce(),
-    deadline: Option<Instant>,
-) -> Option<u32> {
-    let (r, switched) = block_inner(lock, guard, list, node, front, before_park, deadline);
-    if !switched {
-        platform::preempt();
-    }
-    r
-}
-
-/// [`block`], also telling whether the green thread switched out.
-fn block_inner<S, T>(
+/// [`block`], also telling whether the green thread switched out: a
+/// caller that owes a preemption point wherever it completes (a channel
+/// operation) passes one itself when it did not. Not for a primitive whose
+/// token hands it something it then holds (a mutex's hand-off): that must
+/// not be preempted while holding it.
+pub(crate) fn block_reporting<S, T>(
     lock: &Lock<S>,
     mut guard: LockGuard<'_, S>,
     list: fn(&mut S) -> &mut List<T>,

@@ -91,9 +91,8 @@ enum Wait {
 impl Wait {
     /// The preemption point of an operation that may wait but completed
     /// without waiting (the kernel's `might_sleep`). Each call passes
-    /// exactly one: here, in [`wake_one`], or in its wait
-    /// (`waitlist::block_preempting` switches, or passes one when it
-    /// returns without switching).
+    /// exactly one: here (also after a wait that did not switch), in
+    /// [`wake_one`], or in the switch of its wait.
     #[inline]
     fn preempt(self) {
         if let Wait::Until(_) = self {
@@ -160,7 +159,7 @@ impl<T> Chan<T> {
             return Err(SendFail::Full(msg));
         };
         let node = Node::new(0, Some(msg));
-        let r = waitlist::block_preempting(
+        let (r, switched) = waitlist::block_reporting(
             &self.state,
             g,
             |s| &mut s.senders,
@@ -169,6 +168,9 @@ impl<T> Chan<T> {
             || {},
             deadline,
         );
+        if !switched {
+            wait.preempt(); // completed without a switch
+        }
         match r {
             Some(DONE) => Ok(()),
             Some(_) => Err(SendFail::Disconnected(take(&node))),
@@ -213,7 +215,7 @@ impl<T> Chan<T> {
             return Err(RecvFail::Empty);
         };
         let node = Node::new(0, None);
-        let r = waitlist::block_preempting(
+        let (r, switched) = waitlist::block_reporting(
             &self.state,
             g,
             |s| &mut s.receivers,
@@ -222,6 +224,9 @@ impl<T> Chan<T> {
             || {},
             deadline,
         );
+        if !switched {
+            wait.preempt(); // completed without a switch
+        }
         match r {
             Some(DONE) => Ok(take(&node)),
             Some(_) => Err(RecvFail::Disconnected),

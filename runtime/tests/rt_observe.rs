@@ -227,6 +227,66 @@ fn trace_records_runs_and_wakeups_on_every_worker() {
     });
 }
 
+/// The `"ts"` and `"id"` of each line of an exported trace with phase `ph`.
+fn flow_points(json: &str, ph: &str) -> std::collections::HashMap<u64, f64> {
+    let field = |line: &str, key: &str| -> Option<String> {
+        let at = line.find(key)? + key.len();
+        let rest = &line[at..];
+        let end = rest.find([',', '}']).unwrap_or(rest.len());
+        Some(rest[..end].to_string())
+    };
+    json.lines()
+        .filter(|l| l.contains(&format!("\"ph\":\"{ph}\"")))
+        .map(|l| {
+            let id = field(l, "\"id\":").unwrap().parse().unwrap();
+            let ts = field(l, "\"ts\":").unwrap().parse().unwrap();
+            (id, ts)
+        })
+        .collect()
+}
+
+/// A timer wakeup served at a busy task's preemption point, which then
+/// switches to the woken task, must be drawn as the cause of that very
+/// run: the switch used to be stamped with the preemption point's clock
+/// reading, taken before the wakeup, so the export sorted the run first
+/// and tied the wakeup's arrow to the sleeper's *next* run, a sleep later.
+#[test]
+fn a_wakeup_leads_to_the_run_it_caused() {
+    with_timeout(30, "trace order", || {
+        let rt = Builder::new().workers(1).build().unwrap();
+        rt.trace_start(1 << 16).unwrap();
+        let busy = eevdf_rt::task::Builder::new()
+            .spawn_on(&rt, || {
+                spin_until(Instant::now() + Duration::from_millis(250));
+            })
+            .unwrap();
+        let sleeper = eevdf_rt::task::Builder::new()
+            .spawn_on(&rt, || {
+                for _ in 0..8 {
+                    eevdf_rt::sleep(Duration::from_millis(20));
+                }
+            })
+            .unwrap();
+        sleeper.join().unwrap();
+        busy.join().unwrap();
+        let trace = rt.trace_stop();
+        let mut json = Vec::new();
+        trace.write_json(&mut json).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        let (starts, ends) = (flow_points(&json, "s"), flow_points(&json, "f"));
+        assert!(ends.len() >= 6, "{} flows end", ends.len());
+        for (id, end) in &ends {
+            let gap = end - starts[id];
+            // Far below the 20 ms sleep that a wrong pairing would show.
+            assert!(
+                (0.0..10_000.0).contains(&gap),
+                "flow {id}: wakeup at {} µs, run at {end} µs",
+                starts[id]
+            );
+        }
+    });
+}
+
 #[test]
 fn the_kernel_preset_is_the_kernels_defaults() {
     let rt = Builder::new()

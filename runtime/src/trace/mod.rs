@@ -245,7 +245,13 @@ fn switch_in_slow(sh: &Shared, w: usize, t: &Tcb, now: u64) {
     sh.trace.record(
         Some(w),
         Event {
-            ts: now,
+            // A fresh reading, not the switch's: `now` may be a preemption
+            // point's reading from before the wakeups that this switch
+            // serves (a local wake of the task it switches to, a wakelist
+            // entry pushed by another worker), and the run must not appear
+            // to start before the wakeup that caused it, or the export
+            // ties that wakeup to the task's *next* run.
+            ts: clock::now().max(now),
             task: t.id,
             kind: kind::SWITCH_IN,
             nice: t.nice() as i8,

@@ -129,6 +129,13 @@ impl Ring {
 
     /// The recorded events, oldest first, and how many were overwritten.
     /// Only while `on` is false and after [`quiesce`](Ring::quiesce).
+    ///
+    /// Timestamps come out non-decreasing in recording order: an event
+    /// stamped with a clock reading its caller made earlier (a switch-out
+    /// at its preemption point's reading, after wakeups that point served
+    /// with fresh readings) is moved up to the latest stamp recorded
+    /// before it. The export sorts each track by time, so without this a
+    /// cause could be sorted after its effect.
     pub(crate) fn take(&self) -> (Vec<Event>, u64) {
         self.quiesce();
         // SAFETY: as in `reset`.
@@ -145,7 +152,18 @@ impl Ring {
         };
         *slots = Box::new([]);
         self.head.store(0, Ordering::Relaxed);
+        let mut out = out;
+        monotone(&mut out);
         (out, head.saturating_sub(n))
+    }
+}
+
+/// Raises each event's timestamp to at least its predecessor's.
+fn monotone(events: &mut [Event]) {
+    let mut latest = 0;
+    for e in events {
+        latest = latest.max(e.ts);
+        e.ts = latest;
     }
 }
 
@@ -176,6 +194,19 @@ mod tests {
         let ts: Vec<u64> = events.iter().map(|e| e.ts).collect();
         assert_eq!(ts, vec![4, 5, 6]);
         assert_eq!(dropped, 2);
+    }
+
+    #[test]
+    fn taken_stamps_never_go_back_in_recording_order() {
+        let on = AtomicBool::new(true);
+        let r = Ring::new();
+        r.reset(8);
+        for ts in [5, 9, 7, 12, 3] {
+            r.record(&on, ev(ts));
+        }
+        on.store(false, Ordering::SeqCst);
+        let ts: Vec<u64> = r.take().0.iter().map(|e| e.ts).collect();
+        assert_eq!(ts, vec![5, 9, 9, 12, 12]);
     }
 
     #[test]

@@ -490,6 +490,7 @@ fn http_service() {
     run_bad("http_service", &["--features", "NO_SUCH_SWITCH"]);
     run_bad("http_service", &["--latency-slice-us", "5"]);
     run_bad("http_service", &["--heavy-nice", "30"]);
+    run_bad("http_service", &["--heavy-slice-us", "50"]);
     run_bad("http_service", &["--clients", "many"]);
     run_bad("http_service", &["--bogus"]);
     run_bad("http_service", &["--split-cpus", "--no-pin"]);

@@ -134,6 +134,9 @@ struct Args {
     /// eevdf-rt: the batch jobs' nice level (-20 ..= 19)
     #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
     batch_nice: i32,
+    /// eevdf-rt: the batch jobs' slice in µs (100 ..= 100000; 0 = the base slice)
+    #[arg(long, default_value_t = 0)]
+    batch_slice_us: u64,
     /// Batch work between two yield points, µs
     #[arg(long, default_value_t = 50.0)]
     batch_unit_us: f64,
@@ -191,6 +194,8 @@ struct Plan {
     handler_slice: Option<Duration>,
     handler_nice: i32,
     batch_nice: i32,
+    /// `None`: the base slice.
+    batch_slice: Option<Duration>,
     features: String,
     io: eevdf_rt::io::IoDriver,
     transport: Transport,
@@ -239,6 +244,14 @@ impl Plan {
         };
         let handler_nice = cli::check_range("--handler-nice", a.handler_nice, -20..=19)?;
         let batch_nice = cli::check_range("--batch-nice", a.batch_nice, -20..=19)?;
+        let batch_slice = match a.batch_slice_us {
+            0 => None,
+            us => Some(Duration::from_micros(cli::check_range(
+                "--batch-slice-us",
+                us,
+                100..=100_000,
+            )?)),
+        };
         let tick =
             Duration::from_micros(cli::check_range("--tick-us", a.tick_us, 100..=1_000_000)?);
         Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
@@ -256,6 +269,7 @@ impl Plan {
             handler_slice,
             handler_nice,
             batch_nice,
+            batch_slice,
             features: a.features.clone(),
             io: a.io,
             transport: a.transport,
@@ -512,9 +526,13 @@ fn run_green(plan: &Plan) -> Result<Outcome, String> {
     let mut batch = Vec::with_capacity(plan.batch_jobs);
     for j in 0..plan.batch_jobs {
         let (counters, stop, unit) = (counters.clone(), stop.clone(), plan.unit_iters);
-        let job = eevdf_rt::task::Builder::new()
+        let mut job = eevdf_rt::task::Builder::new()
             .name(format!("batch-{j}"))
-            .nice(plan.batch_nice)
+            .nice(plan.batch_nice);
+        if let Some(s) = plan.batch_slice {
+            job = job.slice(s);
+        }
+        let job = job
             .spawn_on(&rt, move || {
                 let mut sum = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -807,10 +825,12 @@ fn print_header(args: &Args, plan: &Plan) {
         println!("  warning: requests alone need more CPU than the workers have; latency will grow without bound");
     }
     println!(
-        "  eevdf-rt: handlers slice {}, nice {}; batch nice {}, preempt_point() between units; tick {} µs; features {}",
+        "  eevdf-rt: handlers slice {}, nice {}; batch slice {}, nice {}, preempt_point() between units; tick {} µs; features {}",
         plan.handler_slice
             .map_or("base".to_string(), |s| format!("{} µs", s.as_micros())),
         plan.handler_nice,
+        plan.batch_slice
+            .map_or("base".to_string(), |s| format!("{} µs", s.as_micros())),
         plan.batch_nice,
         plan.tick.as_micros(),
         Features::parse(&plan.features)

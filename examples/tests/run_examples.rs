@@ -262,6 +262,8 @@ fn latency_service() {
         &[
             "--transport",
             "tcp",
+            "--batch-slice-us",
+            "100",
             "--tick-us",
             "200",
             "--no-pin",
@@ -277,6 +279,7 @@ fn latency_service() {
     );
     run_bad("latency_service", &["--features", "NO_SUCH_FEATURE"]);
     run_bad("latency_service", &["--tick-us", "10"]);
+    run_bad("latency_service", &["--batch-slice-us", "50"]);
     run_bad("latency_service", &["--transport", "carrier-pigeon"]);
     run_bad("latency_service", &["--rate", "abc"]);
     run_bad("latency_service", &["--handler-slice-us", "5"]);

@@ -193,12 +193,7 @@ impl Args {
         cli::check_range("--heavy-unit-us", self.heavy_unit_us, 1.0..=1e6)?;
         cli::check_range("--latency-slice-us", self.latency_slice_us, 100..=100_000)?;
         cli::check_range("--heavy-nice", self.heavy_nice, -20..=19)?;
-        if self.heavy_slice_us != 0 && !(100..=100_000).contains(&self.heavy_slice_us) {
-            return Err(format!(
-                "--heavy-slice-us {} is out of range (100 ..= 100000, or 0 for the base slice)",
-                self.heavy_slice_us
-            ));
-        }
+        cli::optional_slice_us("--heavy-slice-us", self.heavy_slice_us)?;
         if self.split_cpus {
             if self.no_pin {
                 return Err(
@@ -776,7 +771,7 @@ fn run(args: &Args) -> Result<bool, String> {
         unit_iters: cal.iters_for_us(args.heavy_unit_us),
         latency_slice: Duration::from_micros(args.latency_slice_us),
         heavy_nice: args.heavy_nice,
-        heavy_slice: (args.heavy_slice_us != 0).then(|| Duration::from_micros(args.heavy_slice_us)),
+        heavy_slice: cli::optional_slice_us("--heavy-slice-us", args.heavy_slice_us)?,
     });
     let heavy_slice = match args.heavy_slice_us {
         0 => "the base slice".to_string(),

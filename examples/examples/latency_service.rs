@@ -234,24 +234,10 @@ impl Plan {
             a.batch_jobs.unwrap_or(4 * workers),
             0..=4096,
         )?;
-        let handler_slice = match a.handler_slice_us {
-            0 => None,
-            us => Some(Duration::from_micros(cli::check_range(
-                "--handler-slice-us",
-                us,
-                100..=100_000,
-            )?)),
-        };
+        let handler_slice = cli::optional_slice_us("--handler-slice-us", a.handler_slice_us)?;
         let handler_nice = cli::check_range("--handler-nice", a.handler_nice, -20..=19)?;
         let batch_nice = cli::check_range("--batch-nice", a.batch_nice, -20..=19)?;
-        let batch_slice = match a.batch_slice_us {
-            0 => None,
-            us => Some(Duration::from_micros(cli::check_range(
-                "--batch-slice-us",
-                us,
-                100..=100_000,
-            )?)),
-        };
+        let batch_slice = cli::optional_slice_us("--batch-slice-us", a.batch_slice_us)?;
         let tick =
             Duration::from_micros(cli::check_range("--tick-us", a.tick_us, 100..=1_000_000)?);
         Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;

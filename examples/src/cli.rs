@@ -34,6 +34,18 @@ pub fn check_range<T: PartialOrd + Display>(
     }
 }
 
+/// A green thread's slice option in µs: `0` is `None` (the runtime's base
+/// slice), anything else must lie in the runtime's 100 ..= 100000 µs clamp.
+pub fn optional_slice_us(option: &str, us: u64) -> Result<Option<std::time::Duration>, String> {
+    match us {
+        0 => Ok(None),
+        100..=100_000 => Ok(Some(std::time::Duration::from_micros(us))),
+        _ => Err(format!(
+            "{option} {us} is out of range (100 ..= 100000, or 0 for the base slice)"
+        )),
+    }
+}
+
 /// Parses a positive, finite number of seconds (`--duration 1.5`).
 pub fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
     let v: f64 = s

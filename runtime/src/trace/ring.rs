@@ -142,7 +142,7 @@ impl Ring {
         let slots = unsafe { &mut *self.slots.get() };
         let head = self.head.load(Ordering::Relaxed);
         let n = slots.len() as u64;
-        let out = if head <= n {
+        let mut out = if head <= n {
             slots[..head as usize].to_vec()
         } else {
             let start = (head % n) as usize;
@@ -152,7 +152,6 @@ impl Ring {
         };
         *slots = Box::new([]);
         self.head.store(0, Ordering::Relaxed);
-        let mut out = out;
         monotone(&mut out);
         (out, head.saturating_sub(n))
     }

@@ -8,6 +8,7 @@
 //! placement variant), `ok` and, when a row failed, `error`; then:
 //!
 //! * hackbench: `groups`, `fds`, `loops`, `datasize`, `transport`,
+//!   `policy` (`"normal"` or `"batch"`; null for tokio, which has none),
 //!   `features`, `workers`, `time_s`, `messages`;
 //! * latency: `interval_us`, `duration_s`, `load_messages`, `probes` (per
 //!   nice level: `nice`, `priority`, `cycles`, `overruns`, `min_us`,
@@ -56,6 +57,8 @@ pub fn hackbench(cfg: &HackbenchConfig, backend: &str, o: &Outcome<HackbenchRun>
         m.insert("loops".into(), json!(cfg.loops));
         m.insert("datasize".into(), json!(cfg.datasize));
         m.insert("transport".into(), json!(cfg.transport.describe()));
+        let policy = (backend != "tokio").then(|| cfg.policy.to_string());
+        m.insert("policy".into(), json!(policy));
         m.insert("features".into(), json!(cfg.runtime.features));
         m.insert("workers".into(), json!(cfg.runtime.workers));
         m.insert("time_s".into(), json!(r.elapsed.as_secs_f64()));

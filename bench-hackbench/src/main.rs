@@ -14,6 +14,7 @@ mod json;
 mod latency;
 mod load;
 mod opts;
+mod policy;
 mod probes;
 mod report;
 mod spawn;

@@ -23,6 +23,7 @@
 //!   backend alone is an error; `--backend all` runs green alone).
 
 use crate::backend::{BackendKind, HackbenchConfig, LatencyColumn, RuntimeOpts, SpawnLimit};
+use crate::policy::LoadPolicy;
 use crate::transport::TransportKind;
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
@@ -146,6 +147,11 @@ pub struct Cli {
     /// I/O driver of the green backend: auto (io_uring if the kernel allows it), uring or epoll [default: auto].
     #[arg(long, value_name = "auto|uring|epoll", value_parser = parse_io)]
     pub io: Option<eevdf_rt::io::IoDriver>,
+    /// Scheduling policy of the senders and receivers (processes, threads, green):
+    /// normal (SCHED_OTHER; wakeups may preempt) or batch (SCHED_BATCH / eevdf-rt
+    /// Policy::Batch; wakeups never preempt) [default: normal].
+    #[arg(long, value_enum)]
+    pub policy: Option<crate::policy::LoadPolicy>,
     /// OS worker threads for tokio and green [default: CPUs available].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub workers: Option<u32>,
@@ -321,6 +327,18 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
             return usage(format!("--io {io}: {e}"));
         }
     }
+    if let Some(p) = cli.policy {
+        if cli.latency || cli.spawn {
+            return usage(
+                "--policy sets the policy of a hackbench run's tasks; it does not apply to --latency or --spawn",
+            );
+        }
+        if p != LoadPolicy::Normal && backends == [BackendKind::Tokio] {
+            return usage(
+                "--policy applies to the processes, threads and green backends (tokio tasks have no scheduling policy)",
+            );
+        }
+    }
     if cli.workers.is_some() && !has_runtime {
         return usage("--workers applies to the tokio and green backends only");
     }
@@ -425,6 +443,7 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
             loops: cli.loops.unwrap_or(100),
             datasize: cli.datasize as usize,
             transport,
+            policy: cli.policy.unwrap_or_default(),
             runtime: RuntimeOpts {
                 workers,
                 features: cli.features,
@@ -629,6 +648,24 @@ mod tests {
         assert!(err("--transport pipe -p").contains("cannot be used with"));
         assert!(err("--transport tcp -i").contains("cannot be used with"));
         assert!(err("--transport carrier-pigeon").contains("carrier-pigeon"));
+    }
+
+    #[test]
+    fn policy_option() {
+        assert_eq!(ok("").hackbench.policy, LoadPolicy::Normal);
+        assert_eq!(ok("--policy batch -T").hackbench.policy, LoadPolicy::Batch);
+        assert_eq!(
+            ok("--policy batch --backend all").hackbench.policy,
+            LoadPolicy::Batch
+        );
+        assert_eq!(
+            ok("--policy normal --backend tokio").hackbench.policy,
+            LoadPolicy::Normal
+        );
+        assert!(err("--policy batch --backend tokio").contains("tokio tasks have no"));
+        assert!(err("--policy batch --latency").contains("--latency"));
+        assert!(err("--policy batch --spawn").contains("--spawn"));
+        assert!(err("--policy fifo").contains("fifo"));
     }
 
     #[test]

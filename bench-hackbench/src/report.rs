@@ -13,6 +13,7 @@ use crate::backend::{
     SpawnConfig, SpawnLimit, SpawnRun,
 };
 use crate::latency::Priority;
+use crate::policy::LoadPolicy;
 use std::fmt::Write as _;
 
 /// What happened to one backend in a multi-backend run.
@@ -53,6 +54,16 @@ pub fn hackbench_header(kind: BackendKind, cfg: &HackbenchConfig) -> String {
             let _ = write!(s, "\n({} worker threads)", cfg.runtime.workers);
         }
         _ => {}
+    }
+    if cfg.policy != LoadPolicy::Normal {
+        let _ = match kind {
+            BackendKind::Tokio => write!(
+                s,
+                "\n(--policy {} does not apply: tokio tasks have no scheduling policy)",
+                cfg.policy
+            ),
+            _ => write!(s, "\n(tasks' scheduling policy: {})", cfg.policy),
+        };
     }
     s
 }
@@ -398,6 +409,7 @@ mod tests {
             loops: 100,
             datasize: 100,
             transport: TransportKind::UnixSocket,
+            policy: crate::policy::LoadPolicy::Normal,
             runtime: RuntimeOpts {
                 workers: 2,
                 features: None,

@@ -34,6 +34,7 @@ fn tiny(transport: TransportKind) -> HackbenchConfig {
         loops: 10,
         datasize: 100,
         transport,
+        policy: crate::policy::LoadPolicy::Normal,
         runtime: RuntimeOpts {
             workers: 2,
             features: None,
@@ -59,6 +60,24 @@ fn every_backend_completes_a_tiny_hackbench_on_every_transport() {
             assert_eq!(run.messages, 80, "{kind:?} {t:?}");
         }
     }
+}
+
+#[test]
+fn every_kernel_and_green_backend_completes_a_batch_run() {
+    for kind in [
+        BackendKind::Processes,
+        BackendKind::Threads,
+        BackendKind::Green,
+    ] {
+        let b = backend::hackbench(kind).unwrap();
+        let mut cfg = tiny(TransportKind::Pipe);
+        cfg.policy = crate::policy::LoadPolicy::Batch;
+        let run = b.run(&cfg).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert_eq!(run.messages, 40, "{kind:?}");
+    }
+    // The policy was the tasks', not this thread's.
+    // SAFETY: no pointer; 0 is this thread.
+    assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
 }
 
 #[test]

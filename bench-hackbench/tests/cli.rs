@@ -206,6 +206,12 @@ fn json_rows_and_a_green_trace() {
         // 1 group of 2 senders and 2 receivers, 50 loops: 2·2·50 messages.
         assert_eq!(r["messages"], 200, "{r}");
         assert!(r["time_s"].as_f64().unwrap() > 0.0);
+        let policy = if r["backend"] == "tokio" {
+            serde_json::Value::Null
+        } else {
+            "normal".into()
+        };
+        assert_eq!(r["policy"], policy, "{r}");
     }
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();

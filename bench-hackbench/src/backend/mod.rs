@@ -103,6 +103,9 @@ pub struct HackbenchConfig {
     pub datasize: usize,
     /// Channel kind (`-p`, `-i`, or UNIX sockets).
     pub transport: TransportKind,
+    /// Scheduling policy of the senders and receivers (`--policy`; processes,
+    /// threads and green).
+    pub policy: crate::policy::LoadPolicy,
     /// Runtime settings (tokio, green).
     pub runtime: RuntimeOpts,
 }

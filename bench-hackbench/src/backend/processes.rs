@@ -17,6 +17,7 @@
 
 use super::{BackendKind, HackbenchConfig, HackbenchRun, SpawnBackend, SpawnConfig, SpawnRun};
 use crate::error::BenchError;
+use crate::policy::KernelPolicy;
 use crate::transport::{make_channels, pipe, read_some, write_all};
 use crate::verify::{check_receiver, Received, VerifyError};
 use crate::workload::{receive_messages, Loops, SendFn};
@@ -54,6 +55,9 @@ pub(crate) fn run_fixed(
     let msg = vec![0x5au8; s];
     let mut buf = vec![0u8; s];
     let mut kids = Children::with_capacity(cfg.tasks());
+    // The children inherit the policy from this thread while it forks them.
+    let policy = KernelPolicy::enter(cfg.policy)
+        .map_err(|e| BenchError::io(format!("setting the {} policy", cfg.policy), e))?;
     let barrier = ChildBarrier {
         ready_w: ready_w.as_fd(),
         go_r: go_r.as_fd(),
@@ -124,6 +128,7 @@ pub(crate) fn run_fixed(
         }
         // The parent's copies close here; only the children hold the group's fds.
     }
+    drop(policy);
     drop(ready_w);
     let mut ready = 0usize;
     let mut sink = [0u8; 256];

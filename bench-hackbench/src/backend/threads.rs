@@ -14,6 +14,7 @@ use super::{
 use crate::error::BenchError;
 use crate::latency::{Priority, ProbeResult};
 use crate::load::{HackbenchTasks, Load};
+use crate::policy::KernelPolicy;
 use crate::probes::{run_probes, ProbeClock, ProbeTasks};
 use crate::spawn::Spawners;
 use crate::tasks::{OsThreads, Tasks};
@@ -43,7 +44,12 @@ pub(crate) fn run_fixed(
     send: SendFn<OwnedFd>,
 ) -> Result<HackbenchRun, BenchError> {
     crate::transport::require_fds(cfg.transport, "threads")?;
-    let load = Load::start(&OsThreads, cfg, Some(cfg.loops), send)?.go();
+    // The threads inherit the policy from this one while it starts them.
+    let policy = KernelPolicy::enter(cfg.policy)
+        .map_err(|e| BenchError::io(format!("setting the {} policy", cfg.policy), e))?;
+    let ready = Load::start(&OsThreads, cfg, Some(cfg.loops), send);
+    drop(policy);
+    let load = ready?.go();
     let start = load.start;
     let messages = load.finish()?;
     Ok(HackbenchRun {

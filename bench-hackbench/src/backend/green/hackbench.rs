@@ -32,7 +32,11 @@ pub(crate) fn run_fixed(
 ) -> Result<HackbenchRun, BenchError> {
     let rt = build_runtime(&cfg.runtime, None)?;
     start_trace(&rt, &cfg.runtime)?;
-    let ready = Load::start(&GreenTasks::on(&rt), cfg, Some(cfg.loops), send)?;
+    let tasks = GreenTasks {
+        policy: cfg.policy.green(),
+        ..GreenTasks::on(&rt)
+    };
+    let ready = Load::start(&tasks, cfg, Some(cfg.loops), send)?;
     let before = cfg.runtime.stats.then(|| rt.stats());
     let load = ready.go();
     let start = load.start;

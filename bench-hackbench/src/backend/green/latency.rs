@@ -32,6 +32,7 @@ impl LatencyBackend for GreenLatency {
         let tasks = GreenTasks {
             rt: &rt,
             probe_slice: column.probe_slice,
+            policy: cfg.load.policy.green(),
         };
         let load = Load::start(&tasks, &cfg.load, None, send_messages)?.go();
         let before = rt.stats();

@@ -130,6 +130,9 @@ pub struct GreenTasks<'rt> {
     pub rt: &'rt Runtime,
     /// The slice the latency probes request (`None`: the base slice).
     pub probe_slice: Option<std::time::Duration>,
+    /// The policy of the tasks [`Tasks::spawn`] starts (the load's senders
+    /// and receivers; the probes set their own attributes).
+    pub policy: eevdf_rt::sched::Policy,
 }
 
 impl<'rt> GreenTasks<'rt> {
@@ -138,6 +141,7 @@ impl<'rt> GreenTasks<'rt> {
         GreenTasks {
             rt,
             probe_slice: None,
+            policy: eevdf_rt::sched::Policy::Normal,
         }
     }
 
@@ -159,7 +163,7 @@ impl Tasks for GreenTasks<'_> {
         name: Option<String>,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<JoinHandle<T>, BenchError> {
-        let mut b = eevdf_rt::task::Builder::new();
+        let mut b = eevdf_rt::task::Builder::new().policy(self.policy);
         if let Some(name) = name {
             b = b.name(name);
         }
@@ -182,6 +186,24 @@ mod tests {
             stats: false,
             trace: None,
             io: eevdf_rt::io::IoDriver::Auto,
+        }
+    }
+
+    #[test]
+    fn load_tasks_get_the_load_policy() {
+        let rt = build_runtime(&opts(None), None).unwrap();
+        for policy in [
+            eevdf_rt::sched::Policy::Normal,
+            eevdf_rt::sched::Policy::Batch,
+        ] {
+            let tasks = GreenTasks {
+                policy,
+                ..GreenTasks::on(&rt)
+            };
+            let h = tasks
+                .spawn(Some("load".into()), || eevdf_rt::current().stats().policy)
+                .unwrap();
+            assert_eq!(GreenTasks::join(h).unwrap(), policy);
         }
     }
 

@@ -15,7 +15,9 @@
 //!   `avg_us`, `p50_us`, `p99_us`, `max_us`), `counters`;
 //! * spawn: `spawners`, `spawns`, `time_s`, `spawns_per_s`, `counters`.
 
-use crate::backend::{HackbenchConfig, HackbenchRun, LatencyConfig, LatencyRun, SpawnRun};
+use crate::backend::{
+    BackendKind, HackbenchConfig, HackbenchRun, LatencyConfig, LatencyRun, SpawnRun,
+};
 use crate::latency::Priority;
 use crate::report::Outcome;
 use serde_json::{json, Map, Value};
@@ -50,14 +52,15 @@ fn counters(c: &[(String, u64)]) -> Value {
 }
 
 /// One hackbench row.
-pub fn hackbench(cfg: &HackbenchConfig, backend: &str, o: &Outcome<HackbenchRun>) -> Value {
+pub fn hackbench(cfg: &HackbenchConfig, kind: BackendKind, o: &Outcome<HackbenchRun>) -> Value {
+    let backend = kind.name();
     row("hackbench", backend, backend, o, |r, m| {
         m.insert("groups".into(), json!(cfg.groups));
         m.insert("fds".into(), json!(cfg.fds));
         m.insert("loops".into(), json!(cfg.loops));
         m.insert("datasize".into(), json!(cfg.datasize));
         m.insert("transport".into(), json!(cfg.transport.describe()));
-        let policy = (backend != "tokio").then(|| cfg.policy.to_string());
+        let policy = kind.has_policy().then(|| cfg.policy.to_string());
         m.insert("policy".into(), json!(policy));
         m.insert("features".into(), json!(cfg.runtime.features));
         m.insert("workers".into(), json!(cfg.runtime.workers));

@@ -154,10 +154,7 @@ fn run_hackbench(cfg: &Config) -> Result<(), BenchError> {
     if multi {
         print!("{}", report::hackbench_table(h, &rows));
     }
-    write_json(
-        cfg,
-        rows.iter().map(|(k, o)| json::hackbench(h, k.name(), o)),
-    )?;
+    write_json(cfg, rows.iter().map(|(k, o)| json::hackbench(h, *k, o)))?;
     if let Some(path) = &cfg.plot {
         let groups: Vec<String> = rows.iter().map(|(k, _)| k.name().to_string()).collect();
         let values = rows

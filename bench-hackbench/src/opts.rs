@@ -333,7 +333,7 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
                 "--policy sets the policy of a hackbench run's tasks; it does not apply to --latency or --spawn",
             );
         }
-        if p != LoadPolicy::Normal && backends == [BackendKind::Tokio] {
+        if p != LoadPolicy::Normal && !backends.iter().any(|b| b.has_policy()) {
             return usage(
                 "--policy applies to the processes, threads and green backends (tokio tasks have no scheduling policy)",
             );

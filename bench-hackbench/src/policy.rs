@@ -14,6 +14,7 @@
 //! same rule, so `--policy batch` compares the two schedulers under one
 //! policy. SCHED_BATCH needs no privilege.
 
+use crate::error::BenchError;
 use clap::ValueEnum;
 use std::fmt;
 use std::io;
@@ -86,6 +87,13 @@ impl KernelPolicy {
         Ok(KernelPolicy {
             previous: Some((prev, param)),
         })
+    }
+
+    /// [`KernelPolicy::enter`] for a backend about to start its tasks, its
+    /// error saying which policy could not be set.
+    pub fn for_tasks(policy: LoadPolicy) -> Result<KernelPolicy, BenchError> {
+        KernelPolicy::enter(policy)
+            .map_err(|e| BenchError::io(format!("setting the {policy} policy"), e))
     }
 }
 

@@ -56,13 +56,14 @@ pub fn hackbench_header(kind: BackendKind, cfg: &HackbenchConfig) -> String {
         _ => {}
     }
     if cfg.policy != LoadPolicy::Normal {
-        let _ = match kind {
-            BackendKind::Tokio => write!(
+        let _ = if kind.has_policy() {
+            write!(s, "\n(tasks' scheduling policy: {})", cfg.policy)
+        } else {
+            write!(
                 s,
                 "\n(--policy {} does not apply: tokio tasks have no scheduling policy)",
                 cfg.policy
-            ),
-            _ => write!(s, "\n(tasks' scheduling policy: {})", cfg.policy),
+            )
         };
     }
     s

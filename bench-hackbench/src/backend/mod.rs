@@ -73,6 +73,12 @@ impl BackendKind {
     pub fn has_runtime(self) -> bool {
         matches!(self, BackendKind::Green | BackendKind::Tokio)
     }
+
+    /// Whether the backend's tasks have a scheduling policy (`--policy`):
+    /// all but tokio's.
+    pub fn has_policy(self) -> bool {
+        self != BackendKind::Tokio
+    }
 }
 
 /// Settings for backends that run on a runtime (tokio, green).

@@ -56,8 +56,7 @@ pub(crate) fn run_fixed(
     let mut buf = vec![0u8; s];
     let mut kids = Children::with_capacity(cfg.tasks());
     // The children inherit the policy from this thread while it forks them.
-    let policy = KernelPolicy::enter(cfg.policy)
-        .map_err(|e| BenchError::io(format!("setting the {} policy", cfg.policy), e))?;
+    let policy = KernelPolicy::for_tasks(cfg.policy)?;
     let barrier = ChildBarrier {
         ready_w: ready_w.as_fd(),
         go_r: go_r.as_fd(),

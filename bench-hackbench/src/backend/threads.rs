@@ -45,8 +45,7 @@ pub(crate) fn run_fixed(
 ) -> Result<HackbenchRun, BenchError> {
     crate::transport::require_fds(cfg.transport, "threads")?;
     // The threads inherit the policy from this one while it starts them.
-    let policy = KernelPolicy::enter(cfg.policy)
-        .map_err(|e| BenchError::io(format!("setting the {} policy", cfg.policy), e))?;
+    let policy = KernelPolicy::for_tasks(cfg.policy)?;
     let ready = Load::start(&OsThreads, cfg, Some(cfg.loops), send);
     drop(policy);
     let load = ready?.go();

@@ -146,7 +146,10 @@ impl Histogram {
     }
 
     /// The percentiles in `pcts` (ascending). The value for `p` is the first bucket at
-    /// which the running count reaches `p/100 · total`; an empty histogram gives zeros.
+    /// which the running count reaches `p/100 · total`, reported as the bucket's value
+    /// clamped to the exact `[min, max]` (a bucket's midpoint may lie outside the
+    /// samples it holds, e.g. 911 for a bucket holding only 910); an empty histogram
+    /// gives zeros.
     ///
     /// ```
     /// use bench_schbench::hist::Histogram;
@@ -173,7 +176,7 @@ impl Histogram {
         for (index, &count) in self.counts.iter().enumerate() {
             running += count;
             while next < out.len() && running as f64 >= out[next].pct / 100.0 * total as f64 {
-                out[next].value = bucket_value(index);
+                out[next].value = bucket_value(index).clamp(self.min, self.max);
                 out[next].samples = running - reported;
                 reported = running;
                 next += 1;
@@ -338,6 +341,21 @@ mod tests {
             p.iter().map(|p| (p.value, p.samples)).collect::<Vec<_>>(),
             [(7, 100), (7, 0), (7, 0)]
         );
+    }
+
+    #[test]
+    fn percentiles_stay_within_min_and_max() {
+        // 910 lies in the bucket [910, 911], whose midpoint is 911.
+        let mut h = Histogram::new();
+        (0..5).for_each(|_| h.record(910));
+        assert_eq!(bucket_value(bucket_index(910)), 911);
+        let p = h.percentiles(&RPS_PERCENTILES);
+        assert!(p.iter().all(|p| p.value == 910), "{p:?}");
+        let mut wide = Histogram::new();
+        [100_000, 100_100].iter().for_each(|&v| wide.record(v));
+        for p in wide.percentiles(&LATENCY_PERCENTILES) {
+            assert!((100_000..=100_100).contains(&p.value), "{p:?}");
+        }
     }
 
     #[test]

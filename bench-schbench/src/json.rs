@@ -9,6 +9,8 @@
 //! - `wakeup_latency`, `request_latency` (µs): `total_samples`, `min`, `max`, `p50`,
 //!   `p90`, `p99`, `p99_9`;
 //! - `rps` (requests per second): `total_samples`, `min`, `max`, `p20`, `p50`, `p90`;
+//! - in a block with `total_samples` 0, `min`, `max` and the percentiles are null (no
+//!   sample: not a value of 0);
 //! - `average_rps` (number);
 //! - `options`: every resolved option (`message_threads`, `threads`, `runtime`,
 //!   `warmuptime`, `intervaltime`, `zerotime`, `footprint_kib`, `operations`,
@@ -25,11 +27,14 @@ use crate::opts::Plan;
 
 fn block(hist: &Histogram, pcts: &[f64]) -> Value {
     let mut map = Map::new();
-    map.insert("total_samples".into(), hist.total().into());
-    map.insert("min".into(), hist.min().into());
-    map.insert("max".into(), hist.max().into());
+    let total = hist.total();
+    // No sample: null, not 0 (which would read as a measured 0).
+    let value = |v: u64| if total == 0 { Value::Null } else { v.into() };
+    map.insert("total_samples".into(), total.into());
+    map.insert("min".into(), value(hist.min()));
+    map.insert("max".into(), value(hist.max()));
     for p in hist.percentiles(pcts) {
-        map.insert(format!("p{}", p.pct).replace('.', "_"), p.value.into());
+        map.insert(format!("p{}", p.pct).replace('.', "_"), value(p.value));
     }
     Value::Object(map)
 }
@@ -94,5 +99,20 @@ mod tests {
         }
         let rps = block(&h, &RPS_PERCENTILES);
         assert!(rps.get("p20").is_some() && rps.get("p99").is_none());
+    }
+
+    #[test]
+    fn empty_blocks_are_null_and_percentiles_stay_within_max() {
+        let empty = block(&Histogram::new(), &LATENCY_PERCENTILES);
+        assert_eq!(empty["total_samples"], 0);
+        for key in ["min", "max", "p50", "p90", "p99", "p99_9"] {
+            assert!(empty[key].is_null(), "{key}: {}", empty[key]);
+        }
+        let mut h = Histogram::new();
+        h.record(943);
+        let rps = block(&h, &RPS_PERCENTILES);
+        for key in ["min", "max", "p20", "p50", "p90"] {
+            assert_eq!(rps[key], 943, "{key}");
+        }
     }
 }

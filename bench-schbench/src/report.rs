@@ -121,8 +121,8 @@ pub struct Row<'a> {
 }
 
 /// The comparison table printed after `--backend all`: average RPS, wakeup and request
-/// p50/p99 (µs), and RPS as a ratio to `threads` (`-` when threads did not run or
-/// did no requests).
+/// p50/p99 (µs; `-` for a histogram without samples), and RPS as a ratio to `threads`
+/// (`-` when threads did not run or did no requests).
 pub fn write_comparison(out: &mut dyn Write, rows: &[Row<'_>]) -> io::Result<()> {
     let base = rows
         .iter()
@@ -136,8 +136,17 @@ pub fn write_comparison(out: &mut dyn Write, rows: &[Row<'_>]) -> io::Result<()>
         "backend", "average rps", "wake p50", "wake p99", "req p50", "req p99", "vs threads"
     )?;
     for row in rows {
-        let wake = row.latencies.wakeup.percentiles(&[50.0, 99.0]);
-        let req = row.latencies.request.percentiles(&[50.0, 99.0]);
+        let p50_p99 = |h: &Histogram| -> [String; 2] {
+            if h.total() == 0 {
+                return ["-".into(), "-".into()];
+            }
+            let p = h.percentiles(&[50.0, 99.0]);
+            [p[0].value.to_string(), p[1].value.to_string()]
+        };
+        let (wake, req) = (
+            p50_p99(&row.latencies.wakeup),
+            p50_p99(&row.latencies.request),
+        );
         let ratio = base.map_or_else(
             || "-".to_string(),
             |b| format!("{:.2}", row.average_rps / b),
@@ -145,13 +154,7 @@ pub fn write_comparison(out: &mut dyn Write, rows: &[Row<'_>]) -> io::Result<()>
         writeln!(
             out,
             "{:<10} {:>14.2} {:>10} {:>10} {:>10} {:>10} {:>11}",
-            row.backend,
-            row.average_rps,
-            wake[0].value,
-            wake[1].value,
-            req[0].value,
-            req[1].value,
-            ratio
+            row.backend, row.average_rps, wake[0], wake[1], req[0], req[1], ratio
         )?;
     }
     Ok(())
@@ -235,6 +238,8 @@ mod tests {
         let out = text(|w| write_comparison(w, &rows));
         assert!(out.lines().nth(2).unwrap().ends_with("1.00"));
         assert!(out.lines().nth(3).unwrap().ends_with("0.50"));
+        let no_samples: Vec<&str> = out.lines().nth(3).unwrap().split_whitespace().collect();
+        assert_eq!(no_samples[2..6], ["-", "-", "-", "-"], "empty, not 0");
         assert_eq!(
             header("tokio", "workers 2"),
             "=== backend tokio (workers 2) ==="

@@ -1,9 +1,17 @@
 //! Per-worker measurements: wakeup and request latency histograms and the request
 //! count, written by each worker alone and read by the driver.
 //!
-//! This module owns how samples are recorded (µs, 0 µs dropped) and how statistics are
-//! zeroed (`-w`, `-z`) without a second writer. It must not read clocks, print, or
-//! know any backend.
+//! This module owns how samples are recorded (µs, truncated: every request gives one
+//! wakeup and one request sample, a sub-µs one as 0 µs) and how statistics are zeroed
+//! (`-w`, `-z`) without a second writer. It must not read clocks, print, or know any
+//! backend.
+//!
+//! Sub-µs samples: the original reads `gettimeofday` (µs) and skips a delta of 0, which
+//! only happens when both reads fall in the same µs tick. This port subtracts ns clock
+//! reads, so skipping `delta / 1000 == 0` would drop *every* sub-µs wakeup: tokio's
+//! hand-off to a task on the same runtime thread (about 100 ns) would leave no wakeup
+//! samples at all, and any backend's fastest wakeups would vanish from its
+//! percentiles. So they are counted, in the 0 µs bucket.
 //!
 //! Zeroing is lazy: the driver bumps a generation number; each worker compares it with
 //! the one it last saw before recording, and clears its own histograms when it changed.
@@ -89,8 +97,8 @@ pub struct Recorder<'a> {
 }
 
 impl Recorder<'_> {
-    /// Records one request: its wakeup and request latencies in nanoseconds (0 µs
-    /// samples are dropped, as in the original) and one more completed request.
+    /// Records one request: its wakeup and request latencies in nanoseconds (as whole
+    /// µs, truncated; under 1 µs counts as 0 µs) and one more completed request.
     #[inline]
     pub fn record(&mut self, wakeup_ns: u64, request_ns: u64) {
         let generation = self.board.generation.load(Relaxed);
@@ -99,13 +107,8 @@ impl Recorder<'_> {
             self.stats.wakeup.clear();
             self.stats.request.clear();
         }
-        let (wakeup_us, request_us) = (wakeup_ns / 1000, request_ns / 1000);
-        if wakeup_us != 0 {
-            self.stats.wakeup.record(wakeup_us);
-        }
-        if request_us != 0 {
-            self.stats.request.record(request_us);
-        }
+        self.stats.wakeup.record(wakeup_ns / 1000);
+        self.stats.request.record(request_ns / 1000);
         // Single writer: a load and a store, no locked instruction.
         let requests = &self.stats.requests;
         requests.store(requests.load(Relaxed) + 1, Relaxed);
@@ -117,16 +120,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn records_in_microseconds_and_drops_zero() {
+    fn records_in_microseconds_and_keeps_sub_microsecond_samples() {
         let board = StatsBoard::new(2);
         let mut r = board.recorder(1);
-        r.record(999, 1000); // wakeup 0 µs: dropped; request 1 µs
+        r.record(999, 1000); // wakeup under 1 µs: a 0 µs sample; request 1 µs
+        r.record(100, 0); // a same-thread hand-off (tokio): still a sample
         r.record(20_500, 185_000);
         let snap = board.snapshot();
-        assert_eq!(snap.wakeup.total(), 1);
-        assert_eq!((snap.wakeup.min(), snap.wakeup.max()), (20, 20));
-        assert_eq!((snap.request.min(), snap.request.max()), (1, 185));
-        assert_eq!(board.requests(), 2);
+        assert_eq!((snap.wakeup.total(), snap.request.total()), (3, 3));
+        assert_eq!((snap.wakeup.min(), snap.wakeup.max()), (0, 20));
+        assert_eq!((snap.request.min(), snap.request.max()), (0, 185));
+        assert_eq!(snap.wakeup.percentiles(&[50.0])[0].value, 0);
+        assert_eq!(board.requests(), 3);
     }
 
     #[test]

@@ -5,7 +5,13 @@
 //! of `/proc/stat`. It must not wake or wait: message loops ask it how many workers to
 //! wake and how long to wait, the driver asks it for the next rate.
 //!
-//! Schedule: a message thread owes `backlog + ⌊(now − base) · rate⌋ − issued` requests.
+//! Schedule: the rate is that of all message threads together: request `k` (1, 2, …)
+//! falls due `k / rate` seconds after the schedule's base, and the requests are dealt
+//! round robin, so message thread `i` of `n` owns requests `i + 1`, `i + 1 + n`, ….
+//! With `D = ⌊(now − base) · rate⌋` requests due in all, thread `i` owes
+//! `backlog + ⌈(D − i) / n⌉ − issued` (0 while `D ≤ i`). The shares add up to `D`
+//! exactly, so a rate below `n` (`-R 1 -m 2`, or `-A` steering low) still issues its
+//! requests, the threads taking turns, instead of leaving some threads a share of 0.
 //! When the rate changes, what is owed so far becomes the backlog and the schedule
 //! restarts at `now`, so no request is forgotten or invented by a rate change.
 //! Requests that find no free worker stay owed (open loop: a slow system sees a burst
@@ -15,24 +21,39 @@ use crate::cpus::CpuSet;
 
 const NS_PER_S: u128 = 1_000_000_000;
 
-/// One message thread's fixed-rate schedule.
+/// One message thread's share of the fixed-rate schedule.
 #[derive(Clone, Debug)]
 pub struct Pacer {
     rate: u64,
+    index: u64,
+    threads: u64,
     base_ns: u64,
     backlog: u64,
     issued: u64,
 }
 
 impl Pacer {
-    /// A schedule of `rate` requests/s starting at `now_ns`.
+    /// A schedule of `rate` requests/s starting at `now_ns`, all of it this thread's.
     pub fn new(rate: u64, now_ns: u64) -> Self {
         Pacer {
             rate,
+            index: 0,
+            threads: 1,
             base_ns: now_ns,
             backlog: 0,
             issued: 0,
         }
+    }
+
+    /// Message thread `index`'s share of a schedule that `threads` message threads
+    /// issue together (every `threads`-th request, from request `index + 1`).
+    ///
+    /// # Panics
+    /// If `index >= threads`.
+    pub fn share(mut self, index: usize, threads: usize) -> Self {
+        assert!(index < threads, "message thread {index} of {threads}");
+        (self.index, self.threads) = (index as u64, threads as u64);
+        self
     }
 
     /// Switches to `rate` from `now_ns` on, keeping what is owed.
@@ -48,8 +69,11 @@ impl Pacer {
     /// Requests owed at `now_ns`.
     pub fn due(&self, now_ns: u64) -> u64 {
         let elapsed = u128::from(now_ns.saturating_sub(self.base_ns));
-        let scheduled =
-            (elapsed * u128::from(self.rate) / NS_PER_S).min(u128::from(u64::MAX)) as u64;
+        let all = elapsed * u128::from(self.rate) / NS_PER_S;
+        let mine = all
+            .saturating_sub(u128::from(self.index))
+            .div_ceil(u128::from(self.threads));
+        let scheduled = mine.min(u128::from(u64::MAX)) as u64;
         self.backlog
             .saturating_add(scheduled)
             .saturating_sub(self.issued)
@@ -69,9 +93,12 @@ impl Pacer {
         if self.rate == 0 {
             return None;
         }
-        // Smallest elapsed time e with ⌊e · rate / 1 s⌋ ≥ issued − backlog + 1.
-        let need = u128::from(self.issued.saturating_sub(self.backlog)) + 1;
-        let at = (need * NS_PER_S).div_ceil(u128::from(self.rate));
+        // This thread's next request is its c-th, c = issued − backlog + 1: request
+        // k = (c − 1)·threads + index + 1 of the whole schedule, due at the smallest
+        // elapsed time e with ⌊e · rate / 1 s⌋ ≥ k.
+        let c = u128::from(self.issued.saturating_sub(self.backlog)) + 1;
+        let k = (c - 1) * u128::from(self.threads) + u128::from(self.index) + 1;
+        let at = (k * NS_PER_S).div_ceil(u128::from(self.rate));
         let at_ns = u128::from(self.base_ns) + at;
         Some((at_ns.saturating_sub(u128::from(now_ns))).min(u128::from(u64::MAX)) as u64)
     }
@@ -187,6 +214,36 @@ mod tests {
         p.issued(9);
         assert_eq!(p.wait_ns(11 * MS), Some(MS / 2));
         assert_eq!(Pacer::new(0, 0).wait_ns(MS), None);
+    }
+
+    #[test]
+    fn shares_add_up_and_take_turns_below_one_per_thread() {
+        // -R 1 -m 2: one request a second in all, the two threads taking turns.
+        let (a, b) = (Pacer::new(1, 0).share(0, 2), Pacer::new(1, 0).share(1, 2));
+        let s = 1000 * MS;
+        assert_eq!((a.due(s - 1), b.due(s - 1)), (0, 0));
+        assert_eq!((a.due(s), b.due(s)), (1, 0));
+        assert_eq!((a.due(2 * s), b.due(2 * s)), (1, 1));
+        assert_eq!((a.due(3 * s), b.due(3 * s)), (2, 1));
+        assert_eq!((a.wait_ns(0), b.wait_ns(0)), (Some(s), Some(2 * s)));
+        let mut b2 = b.clone();
+        b2.issued(1);
+        assert_eq!(
+            b2.wait_ns(2 * s),
+            Some(2 * s),
+            "its next is request 4, at 4 s"
+        );
+        // Any rate, any split: the shares add up to the whole schedule.
+        for (rate, n) in [(7u64, 3usize), (1000, 7), (5, 64), (1, 1)] {
+            for t in [0, 1, 333 * MS, 1000 * MS, 12_345 * MS] {
+                let sum: u64 = (0..n).map(|i| Pacer::new(rate, 0).share(i, n).due(t)).sum();
+                assert_eq!(
+                    sum,
+                    Pacer::new(rate, 0).due(t),
+                    "rate {rate}, {n} threads, {t} ns"
+                );
+            }
+        }
     }
 
     #[test]

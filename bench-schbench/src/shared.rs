@@ -80,15 +80,4 @@ impl Shared {
         // on; nothing else is published through it.
         self.rps_target.store(rps.max(1), Relaxed);
     }
-
-    /// Message thread `m`'s share of `total` requests/s (the remainder goes to the
-    /// first ones).
-    pub fn rps_share(&self, total: u64, m: usize) -> u64 {
-        let (total, n, m) = (
-            u128::from(total),
-            self.plan.message_threads as u128,
-            m as u128,
-        );
-        (total * (m + 1) / n - total * m / n) as u64
-    }
 }

@@ -120,10 +120,11 @@ pub fn message_loop<T: BlockingToken, E: Env>(w: &Wiring<T, E>, m: usize) {
 fn paced_message_loop<T: BlockingToken, E: Env>(w: &Wiring<T, E>, m: usize, scratch: &mut [u8]) {
     let shared = &*w.shared;
     let token = w.board.message_token(m);
-    let mut pacer = Pacer::new(shared.rps_share(shared.rps_target(), m), shared.now_ns());
+    let mut pacer =
+        Pacer::new(shared.rps_target(), shared.now_ns()).share(m, shared.plan.message_threads);
     loop {
         let now = shared.now_ns(); // the one clock read of this round
-        pacer.retarget(shared.rps_share(shared.rps_target(), m), now);
+        pacer.retarget(shared.rps_target(), now);
         let budget = if shared.stopping() {
             u64::MAX
         } else {

@@ -228,10 +228,11 @@ async fn message_loop(w: Arc<Wiring>, m: usize) {
 async fn paced_message_loop(w: &Wiring, m: usize, scratch: &mut [u8]) {
     let shared = &*w.shared;
     let token = w.board.message_token(m);
-    let mut pacer = Pacer::new(shared.rps_share(shared.rps_target(), m), shared.now_ns());
+    let mut pacer =
+        Pacer::new(shared.rps_target(), shared.now_ns()).share(m, shared.plan.message_threads);
     loop {
         let now = shared.now_ns();
-        pacer.retarget(shared.rps_share(shared.rps_target(), m), now);
+        pacer.retarget(shared.rps_target(), now);
         let budget = if shared.stopping() {
             u64::MAX
         } else {

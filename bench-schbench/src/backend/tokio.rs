@@ -20,10 +20,11 @@
 //! This module owns building, pinning and joining those; its loops mirror `blocking`
 //! step for step and must stay in step with it.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io;
+use std::panic;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Once};
 use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
@@ -128,10 +129,64 @@ impl Backend for Tokio {
     }
 }
 
+thread_local! {
+    /// Set on the thread that builds the runtime: where the panic hook reports a
+    /// panic of tokio's `build` instead of printing it.
+    static BUILD_PANIC: RefCell<Option<mpsc::Sender<io::Result<Runtime>>>> =
+        const { RefCell::new(None) };
+}
+
+/// Builds the multi-thread runtime, turning a failure to start its worker threads
+/// into an error.
+///
+/// tokio's `Builder::build` does not return the OS's refusal of a worker thread: it
+/// panics ("OS can't spawn worker thread"), and the unwinding then waits forever for
+/// the worker threads that did start. So the runtime is built on a helper thread
+/// whose panic the panic hook reports through a channel (without printing it); on
+/// that report the helper is left behind, stuck, and the error is returned (the
+/// process exits with it).
 fn build_runtime(plan: &Plan) -> io::Result<Runtime> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let reported = BUILD_PANIC.with_borrow_mut(|slot| match slot.take() {
+                Some(tx) => {
+                    let msg = info
+                        .payload()
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "tokio panicked while building its runtime".into());
+                    tx.send(Err(io::Error::other(msg))).is_ok()
+                }
+                None => false,
+            });
+            if !reported {
+                previous(info);
+            }
+        }));
+    });
+    let mut builder = runtime_builder(plan);
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("schbench-tokio-build".into())
+        .spawn(move || {
+            BUILD_PANIC.set(Some(tx.clone()));
+            let built = builder.build();
+            BUILD_PANIC.set(None);
+            let _ = tx.send(built);
+        })?;
+    // Detached: after a panic the helper never ends; otherwise it has sent and ends.
+    rx.recv()
+        .unwrap_or_else(|_| Err(io::Error::other("tokio runtime build thread vanished")))
+}
+
+fn runtime_builder(plan: &Plan) -> Builder {
     let next_key = Arc::new(AtomicUsize::new(0));
     let pin = plan.pinning.worker.clone();
-    Builder::new_multi_thread()
+    let mut builder = Builder::new_multi_thread();
+    builder
         .worker_threads(plan.runtime_workers)
         .enable_time()
         .thread_name("schbench-tokio")
@@ -144,8 +199,8 @@ fn build_runtime(plan: &Plan) -> io::Result<Runtime> {
                     eprintln!("schbench: warning: cannot pin a tokio thread to CPUs {set}: {e}");
                 }
             }
-        })
-        .build()
+        });
+    builder
 }
 
 fn spawn_pinned_message_thread(

@@ -27,13 +27,16 @@ fn main() -> ExitCode {
         Ok(backends) => backends,
         Err(UsageError(msg)) => return usage_error(&msg),
     };
-    if (plan.features.is_some() || plan.stats) && !backends.iter().any(|b| b.name() == "green") {
-        eprintln!("schbench: note: --features and --stats apply to the green backend only");
+    for note in &plan.notes {
+        eprintln!("schbench: note: {note}");
     }
     // Open output files before running, so a bad path fails in a second, not a run later.
-    let json_file = match plan.json.as_ref().map(File::create).transpose() {
-        Ok(file) => file,
-        Err(e) => return usage_error(&format!("cannot create -j file: {e}")),
+    let json_file = match plan.json.as_ref().map(|path| (path, File::create(path))) {
+        None => None,
+        Some((_, Ok(file))) => Some(file),
+        Some((path, Err(e))) => {
+            return usage_error(&format!("cannot create -j file {}: {e}", path.display()))
+        }
     };
     for (option, path) in [("--plot", &plan.plot), ("--trace", &plan.trace)] {
         if let Some(path) = path {

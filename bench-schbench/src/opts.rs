@@ -21,6 +21,27 @@ pub const MAX_FOOTPRINT_KIB: usize = 1 << 20;
 pub const MAX_RPS: u64 = 1_000_000_000;
 /// Largest number of workers (`-m` × `-t`).
 pub const MAX_WORKERS: usize = 1 << 16;
+/// Largest `--workers`: OS worker threads of the green and tokio runtimes (eevdf-rt's
+/// limit, applied to tokio too; the default, the worker CPUs, is clamped to it).
+pub const MAX_RUNTIME_WORKERS: usize = eevdf_rt::MAX_WORKERS;
+/// Largest `-r`, `-i` and `-z`, in seconds (one day).
+pub const MAX_SECONDS: u64 = 86_400;
+/// Largest `-s`, in µs (10 s).
+pub const MAX_SLEEP_US: u64 = 10_000_000;
+/// Largest `-n`.
+pub const MAX_OPERATIONS: usize = 100_000;
+/// Most multiply-adds the math of one request may do: `-n` × side³ (side: the matrix
+/// side of `-F`, see [`crate::math::side_for`]). 2³² is about 2 s at the 0.45 ns per
+/// multiply-add measured on a 2-vCPU VM, so one request stays well within a run.
+pub const MAX_REQUEST_MULADDS: u128 = 1 << 32;
+/// `-n` when not given.
+pub const DEFAULT_OPERATIONS: usize = 5;
+/// `-s` when not given, µs.
+pub const DEFAULT_SLEEP_US: u64 = 100;
+/// `-F` when not given, KiB.
+pub const DEFAULT_FOOTPRINT_KIB: usize = 256;
+/// `--trace-capacity` when not given.
+pub const DEFAULT_TRACE_CAPACITY: usize = 1 << 20;
 
 const ABOUT: &str =
     "schbench, the scheduler wakeup benchmark, ported to Rust with several backends";
@@ -32,7 +53,8 @@ M message threads each start T workers. A worker loop iteration is a request: it
 queues itself on its message thread and sleeps until woken, then sleeps -s usec,
 takes a per-CPU spin lock (unless -L), does -n naive matrix multiplications over a
 -F KiB footprint, unlocks, and records its wakeup latency (batch timestamp to running
-again) and its request latency (before the sleep to after the math). A message thread
+again) and its request latency (before the sleep to after the math), in whole usec: a
+sub-usec latency is a 0 usec sample, never dropped. A message thread
 wakes every queued worker in one batch with one clock read, then waits for more.
 
 Each backend runs the same workload and prints the original's report blocks (to
@@ -47,7 +69,11 @@ With --backend all, a comparison table follows the last backend.
 Interim reports every -i seconds print the three blocks and `current rps: X` (the
 last one-second sample). Statistics are zeroed after -w warmup seconds and every -z
 seconds; `average rps` is the requests since the last zeroing divided by the seconds
-since then (total requests / runtime when nothing is zeroed).";
+since then (total requests / runtime when nothing is zeroed).
+
+Options that a run ignores (-J without -j, --trace-capacity without --trace,
+--workers, --features or --stats with a backend they do not apply to, -s/-n/-F/-L/-C
+with -p) are named in a `schbench: note:` line on stderr.";
 
 /// Which backend(s) to run.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,7 +131,7 @@ pub struct Cli {
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
-    /// Seconds to run
+    /// Seconds to run, 1..=86400
     #[arg(
         short = 'r',
         long = "runtime",
@@ -123,7 +149,7 @@ pub struct Cli {
     )]
     pub warmuptime: u64,
 
-    /// Seconds between interim reports
+    /// Seconds between interim reports, 1..=86400
     #[arg(
         short = 'i',
         long = "intervaltime",
@@ -132,7 +158,7 @@ pub struct Cli {
     )]
     pub intervaltime: u64,
 
-    /// Zero the statistics every N seconds (0: never)
+    /// Zero the statistics every N seconds, at most 86400 (0: never)
     #[arg(
         short = 'z',
         long = "zerotime",
@@ -141,33 +167,34 @@ pub struct Cli {
     )]
     pub zerotime: u64,
 
-    /// Per-worker cache footprint of the matrix math, in KiB
+    /// Per-worker cache footprint of the matrix math, in KiB, at most 1048576 (1 GiB)
+    /// [default: 256]
     #[arg(
         short = 'F',
         long = "footprint",
         value_name = "KIB",
-        visible_alias = "cache_footprint",
-        default_value_t = 256
+        visible_alias = "cache_footprint"
     )]
-    pub footprint: usize,
+    pub footprint: Option<usize>,
 
-    /// Matrix multiplications per request
+    /// Matrix multiplications per request, at most 100000 and at most 2^32
+    /// multiply-adds per request (see --help) [default: 5]
     #[arg(
         short = 'n',
         long = "operations",
         value_name = "N",
-        default_value_t = 5
+        long_help = "Matrix multiplications per request [default: 5]. At most 100000, and the \
+                     math of one request may do at most 2^32 multiply-adds (-n × side³, where \
+                     side = sqrt(F·1024/24) is the matrix side of -F: 104 at the default -F \
+                     256, so -n 3818 at most there); that is about 2 s on a 2-vCPU VM, so one \
+                     request cannot outlast the run by hours."
     )]
-    pub operations: usize,
+    pub operations: Option<usize>,
 
-    /// Microseconds each request sleeps before its math (0: no sleep)
-    #[arg(
-        short = 's',
-        long = "sleeptime",
-        value_name = "USEC",
-        default_value_t = 100
-    )]
-    pub sleeptime: u64,
+    /// Microseconds each request sleeps before its math, at most 10000000 (10 s; 0: no
+    /// sleep) [default: 100]
+    #[arg(short = 's', long = "sleeptime", value_name = "USEC")]
+    pub sleeptime: Option<u64>,
 
     /// Do not take the per-CPU lock around the math
     #[arg(short = 'L', long = "no-locking")]
@@ -184,11 +211,14 @@ pub struct Cli {
         long = "rps",
         value_name = "RATE",
         default_value_t = 0,
-        long_help = "Fixed request rate in requests/s, split evenly over the message threads \
-                     (0: as fast as workers come back). A message thread then wakes a waiting \
-                     worker only when a request is due (due = elapsed time × rate − requests \
-                     issued); a worker that is not needed stays queued. When no worker is \
-                     free, due requests accumulate and are issued as workers return."
+        long_help = "Fixed request rate in requests/s, all message threads together, at most \
+                     1000000000 (0: as fast as workers come back). The rate's schedule (request \
+                     k due at k / rate seconds) is dealt round robin to the message threads: \
+                     with M message threads, thread i issues requests i+1, i+1+M, i+1+2M, … so \
+                     any rate works with any -m (-R 1 -m 2: one request a second, the threads \
+                     taking turns). A message thread wakes a waiting worker only when one of \
+                     its requests is due; a worker that is not needed stays queued. When no \
+                     worker is free, due requests accumulate and are issued as workers return."
     )]
     pub rps: u64,
 
@@ -258,11 +288,13 @@ pub struct Cli {
                      backend, features (null unless green), jobname, runtime (s), \
                      wakeup_latency and request_latency (usec: total_samples, min, max, p50, \
                      p90, p99, p99_9), rps (total_samples, min, max, p20, p50, p90), \
-                     average_rps, and options (every resolved option)."
+                     average_rps, and options (every resolved option). Percentiles lie within \
+                     [min, max]; in a block with no samples, min, max and the percentiles are \
+                     null."
     )]
     pub json: Option<PathBuf>,
 
-    /// Job name recorded in the JSON output
+    /// Job name recorded in the JSON output (-j)
     #[arg(short = 'J', long = "jobname")]
     pub jobname: Option<String>,
 
@@ -270,7 +302,8 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = BackendChoice::All)]
     pub backend: BackendChoice,
 
-    /// OS worker threads of the green and tokio runtimes [default: CPUs available to workers]
+    /// OS worker threads of the green and tokio runtimes, 1..=256 [default: CPUs available
+    /// to workers, at most 256]
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
 
@@ -298,9 +331,9 @@ pub struct Cli {
     )]
     pub trace: Option<PathBuf>,
 
-    /// Events kept per runtime worker by --trace (32 bytes each)
-    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
-    pub trace_capacity: usize,
+    /// Events kept per runtime worker by --trace (32 bytes each) [default: 1048576]
+    #[arg(long, value_name = "N")]
+    pub trace_capacity: Option<usize>,
 }
 
 /// Why a command line was not accepted.
@@ -397,8 +430,11 @@ pub struct Plan {
     pub plot: Option<PathBuf>,
     /// `--trace`.
     pub trace: Option<PathBuf>,
-    /// `--trace-capacity`.
+    /// `--trace-capacity` (resolved default).
     pub trace_capacity: usize,
+    /// Options given that this run ignores, one line each for `main` to print as
+    /// `schbench: note: ...` on stderr (e.g. `-J` without `-j`).
+    pub notes: Vec<String>,
 }
 
 impl Plan {
@@ -434,11 +470,20 @@ impl Plan {
                 ))
             }
         }
-        if cli.runtime == 0 {
-            return usage("-r/--runtime must be at least 1 second");
+        if !(1..=MAX_SECONDS).contains(&cli.runtime) {
+            return usage(format!(
+                "-r/--runtime must be 1..={MAX_SECONDS} seconds (one day)"
+            ));
         }
-        if cli.intervaltime == 0 {
-            return usage("-i/--intervaltime must be at least 1 second");
+        if !(1..=MAX_SECONDS).contains(&cli.intervaltime) {
+            return usage(format!(
+                "-i/--intervaltime must be 1..={MAX_SECONDS} seconds"
+            ));
+        }
+        if cli.zerotime > MAX_SECONDS {
+            return usage(format!(
+                "-z/--zerotime must be at most {MAX_SECONDS} seconds (0: never)"
+            ));
         }
         if cli.warmuptime >= cli.runtime {
             return usage(format!(
@@ -446,10 +491,32 @@ impl Plan {
                 cli.warmuptime, cli.runtime
             ));
         }
-        if cli.footprint > MAX_FOOTPRINT_KIB {
+        let footprint = cli.footprint.unwrap_or(DEFAULT_FOOTPRINT_KIB);
+        if footprint > MAX_FOOTPRINT_KIB {
             return usage(format!(
                 "-F/--footprint must be at most {MAX_FOOTPRINT_KIB} KiB"
             ));
+        }
+        let operations = cli.operations.unwrap_or(DEFAULT_OPERATIONS);
+        if operations > MAX_OPERATIONS {
+            return usage(format!("-n/--operations must be at most {MAX_OPERATIONS}"));
+        }
+        let sleep_us = cli.sleeptime.unwrap_or(DEFAULT_SLEEP_US);
+        if sleep_us > MAX_SLEEP_US {
+            return usage(format!(
+                "-s/--sleeptime must be at most {MAX_SLEEP_US} usec (10 s)"
+            ));
+        }
+        if cli.pipe == 0 {
+            let side = crate::math::side_for(footprint) as u128;
+            let muladds = operations as u128 * side * side * side;
+            if muladds > MAX_REQUEST_MULADDS {
+                return usage(format!(
+                    "-n/--operations × side³ must be at most {MAX_REQUEST_MULADDS} multiply-adds \
+                     per request (about 2 s): -n {operations} with -F {footprint} (side {side}) \
+                     is {muladds}; use a smaller -n or -F"
+                ));
+            }
         }
         if cli.pipe > MAX_PIPE_BYTES {
             return usage(format!(
@@ -472,20 +539,28 @@ impl Plan {
         {
             return usage("--trace records the green runtime: use --backend green or all");
         }
-        if !(1..=eevdf_rt::trace::MAX_CAPACITY).contains(&cli.trace_capacity) {
+        let trace_capacity = cli.trace_capacity.unwrap_or(DEFAULT_TRACE_CAPACITY);
+        if !(1..=eevdf_rt::trace::MAX_CAPACITY).contains(&trace_capacity) {
             return usage(format!(
                 "--trace-capacity must be 1..={}",
                 eevdf_rt::trace::MAX_CAPACITY
             ));
         }
         let runtime_workers = match cli.workers {
-            Some(0) => return usage("--workers must be at least 1"),
-            Some(n) if n > MAX_WORKERS => {
-                return usage(format!("--workers must be at most {MAX_WORKERS}"))
+            Some(n) if !(1..=MAX_RUNTIME_WORKERS).contains(&n) => {
+                return usage(format!(
+                    "--workers must be 1..={MAX_RUNTIME_WORKERS} (runtime worker threads)"
+                ))
             }
             Some(n) => n,
-            None => pinning.worker.as_ref().unwrap_or(allowed).len(),
+            None => pinning
+                .worker
+                .as_ref()
+                .unwrap_or(allowed)
+                .len()
+                .min(MAX_RUNTIME_WORKERS),
         };
+        let notes = ignored_options(&cli);
         Ok(Plan {
             message_threads: m,
             workers_per_message: t,
@@ -493,9 +568,9 @@ impl Plan {
             warmup: cli.warmuptime,
             interval: cli.intervaltime,
             zero_every: cli.zerotime,
-            footprint_kib: cli.footprint,
-            operations: cli.operations,
-            sleep_us: cli.sleeptime,
+            footprint_kib: footprint,
+            operations,
+            sleep_us,
             locking: !cli.no_locking,
             calibrate: cli.calibrate,
             rps: cli.rps,
@@ -512,7 +587,8 @@ impl Plan {
             stats: cli.stats,
             plot: cli.plot,
             trace: cli.trace,
-            trace_capacity: cli.trace_capacity,
+            trace_capacity,
+            notes,
         })
     }
 
@@ -525,6 +601,44 @@ impl Plan {
     pub fn paced(&self) -> bool {
         self.rps > 0 || self.auto_rps > 0
     }
+}
+
+/// Notes for options that were given but have no effect on this run.
+fn ignored_options(cli: &Cli) -> Vec<String> {
+    let mut notes = Vec::new();
+    let green_runs = matches!(cli.backend, BackendChoice::Green | BackendChoice::All);
+    if (cli.features.is_some() || cli.stats) && !green_runs {
+        notes.push("--features and --stats apply to the green backend only".to_string());
+    }
+    if cli.workers.is_some() && cli.backend == BackendChoice::Threads {
+        notes.push("--workers applies to the green and tokio backends only".to_string());
+    }
+    if cli.jobname.is_some() && cli.json.is_none() {
+        notes.push("-J/--jobname is only written to the -j JSON output: ignored without -j".into());
+    }
+    if cli.trace_capacity.is_some() && cli.trace.is_none() {
+        notes.push("--trace-capacity applies only with --trace".to_string());
+    }
+    if cli.pipe > 0 {
+        let ignored: Vec<&str> = [
+            ("-s", cli.sleeptime.is_some()),
+            ("-n", cli.operations.is_some()),
+            ("-F", cli.footprint.is_some()),
+            ("-L", cli.no_locking),
+            ("-C", cli.calibrate),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect();
+        if !ignored.is_empty() {
+            let verb = if ignored.len() == 1 { "does" } else { "do" };
+            notes.push(format!(
+                "{} {verb} not apply in pipe mode (-p): ignored",
+                ignored.join(", ")
+            ));
+        }
+    }
+    notes
 }
 
 fn check_allowed(set: &CpuSet, option: &str, allowed: &CpuSet) -> Result<(), UsageError> {
@@ -693,11 +807,62 @@ mod tests {
             ("-m 2 -M auto", "no CPU left for workers"),
             ("-M 0,1 -W auto", "no CPU left for workers"),
             ("-m 70000 -t 1", "at most 65536"),
+            ("-r 18446744073709551615", "-r/--runtime must be 1..=86400"),
+            ("-r 86401", "-r/--runtime must be 1..=86400"),
+            ("-i 86401", "-i/--intervaltime must be 1..=86400"),
+            ("-z 86401", "-z/--zerotime must be at most 86400"),
+            ("-s 10000001", "-s/--sleeptime must be at most 10000000"),
+            ("-n 100001", "-n/--operations must be at most 100000"),
+            ("-n 999999999999", "-n/--operations must be at most 100000"),
+            ("-n 3819", "-n/--operations × side³"),
+            ("-F 1048576 -n 1", "-n/--operations × side³"),
+            ("--workers 257", "--workers must be 1..=256"),
+            (
+                "--backend tokio --workers 40000",
+                "--workers must be 1..=256",
+            ),
         ] {
             let err = plan(args).expect_err(args);
             assert!(err.contains(needle), "{args}: {err}");
         }
         assert!(plan("-p 1048576").is_ok());
+        for ok in [
+            "-r 86400 -i 86400 -z 86400 -w 86399",
+            "-s 10000000",
+            "-n 3818",
+            "-F 1048576 -n 0",
+            "-n 100000 -F 0",
+            "-p 64 -n 100000",
+            "--workers 256",
+        ] {
+            assert!(plan(ok).is_ok(), "{ok}: {:?}", plan(ok).err());
+        }
+    }
+
+    #[test]
+    fn ignored_options_get_a_note() {
+        let notes = |args: &str| plan(args).unwrap().notes;
+        assert!(notes("").is_empty());
+        assert!(notes("-J x -j out.json --trace t.json --trace-capacity 5").is_empty());
+        assert!(notes("--backend green --workers 2 --features NO_X").is_empty());
+        assert!(notes("-p 64").is_empty(), "defaults are not 'given'");
+        for (args, needle) in [
+            ("-J x", "-J/--jobname"),
+            (
+                "--trace-capacity 5",
+                "--trace-capacity applies only with --trace",
+            ),
+            ("--backend threads --workers 4", "--workers applies"),
+            ("--backend tokio --stats", "--features and --stats"),
+            ("-p 64 -L", "-L does not apply in pipe mode"),
+            (
+                "-p 64 -s 0 -n 1 -F 8 -L -C",
+                "-s, -n, -F, -L, -C do not apply",
+            ),
+        ] {
+            let got = notes(args);
+            assert!(got.len() == 1 && got[0].contains(needle), "{args}: {got:?}");
+        }
     }
 
     #[test]

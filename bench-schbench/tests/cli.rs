@@ -40,7 +40,33 @@ fn bad_input_exits_2_with_a_message() {
         ),
         (&["--features", "BOGUS,RUN_TO_PARITY"], "BOGUS"),
         (&["-r", "0"], "-r/--runtime"),
-        (&["-j", "/nonexistent-dir/x.json", "-r", "1"], "-j"),
+        (
+            &["--backend", "green", "-r", "18446744073709551615"],
+            "-r/--runtime must be 1..=86400",
+        ),
+        (&["-r", "1000000000000"], "-r/--runtime must be 1..=86400"),
+        (&["-i", "86401"], "-i/--intervaltime must be 1..=86400"),
+        (&["-z", "86401"], "-z/--zerotime must be at most 86400"),
+        (
+            &["-r", "1", "-s", "100000000"],
+            "-s/--sleeptime must be at most",
+        ),
+        (
+            &["-r", "1", "-n", "999999999999"],
+            "-n/--operations must be at most",
+        ),
+        (
+            &["-r", "1", "-F", "65536", "-n", "5"],
+            "-n/--operations × side³",
+        ),
+        (
+            &["--backend", "tokio", "--workers", "40000"],
+            "--workers must be 1..=256",
+        ),
+        (
+            &["-j", "/nonexistent-dir/x.json", "-r", "1"],
+            "-j file /nonexistent-dir/x.json",
+        ),
         (
             &["--trace", "/nonexistent-dir/t.json", "-r", "1"],
             "--trace",
@@ -251,6 +277,10 @@ fn parse_back(backend: &str) {
         }
         assert_eq!(rps.total, k as u64 + 1, "one RPS sample per second");
         assert!(request.total > 0, "{backend}: no request samples");
+        // Every request is a wakeup sample, sub-µs ones too (tokio hands off to a task
+        // on the same runtime thread in about 100 ns: dropping sub-µs samples left it
+        // with none at all).
+        assert!(wakeup.total > 0, "{backend}: no wakeup samples:\n{text}");
     }
     let [interim, last] = &reports[..] else {
         unreachable!()
@@ -397,6 +427,17 @@ fn all_backends_complete_a_one_second_run_with_json_and_plot() {
         }
         assert!(obj["average_rps"].as_f64().unwrap() > 0.0);
         assert_eq!(obj["rps"]["total_samples"], 1);
+        assert!(
+            obj["wakeup_latency"]["total_samples"].as_u64().unwrap() > 0,
+            "{backend}: no wakeup samples"
+        );
+        for key in ["p20", "p50", "p90"] {
+            assert!(
+                obj["rps"][key].as_u64().unwrap() <= obj["rps"]["max"].as_u64().unwrap(),
+                "{backend}: rps {key} above max: {}",
+                obj["rps"]
+            );
+        }
         for key in ["p50", "p90", "p99", "p99_9", "min", "max", "total_samples"] {
             assert!(obj["request_latency"][key].is_u64(), "{key}");
             assert!(obj["wakeup_latency"][key].is_u64(), "{key}");
@@ -428,6 +469,23 @@ fn pipe_and_paced_modes_run() {
             "1",
             "-R",
             "2000",
+            "-s",
+            "0",
+            "-n",
+            "0",
+        ],
+        // A rate below -m: the message threads take turns (one request a second).
+        &[
+            "--backend",
+            "threads",
+            "-m",
+            "2",
+            "-t",
+            "1",
+            "-r",
+            "2",
+            "-R",
+            "1",
             "-s",
             "0",
             "-n",
@@ -506,5 +564,97 @@ fn pipe_and_paced_modes_run() {
                 "{args:?}: paced run exceeded its rate: {average}"
             );
         }
+    }
+}
+
+/// Options a run ignores get a note on stderr (the run itself goes ahead).
+#[test]
+fn ignored_options_get_a_note() {
+    let out = schbench(&[
+        "--backend",
+        "threads",
+        "--workers",
+        "4",
+        "-J",
+        "job",
+        "--trace-capacity",
+        "5",
+        "-p",
+        "64",
+        "-L",
+        "-C",
+        "-n",
+        "1",
+        "-t",
+        "1",
+        "-r",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    for needle in [
+        "note: --workers applies to the green and tokio backends only",
+        "note: -J/--jobname",
+        "note: --trace-capacity applies only with --trace",
+        "note: -n, -L, -C do not apply in pipe mode",
+    ] {
+        assert!(err.contains(needle), "no {needle:?} in:\n{err}");
+    }
+}
+
+/// When the OS refuses tokio a worker thread, tokio's runtime build panics and then
+/// waits forever for the threads that did start: the run must end with a clean
+/// error instead (address space limited so that 256 thread stacks do not fit).
+#[test]
+fn tokio_thread_spawn_failure_is_an_error_not_a_hang() {
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -v 262144 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_schbench"))
+        .args([
+            "--backend",
+            "tokio",
+            "--workers",
+            "256",
+            "-t",
+            "1",
+            "-r",
+            "1",
+            "-n",
+            "0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("schbench hung after a failed tokio thread spawn");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    if out.status.code() == Some(0) {
+        return; // the limit left room for every thread: the run simply succeeded
+    }
+    let clean = "schbench: error: backend tokio: ";
+    let at = err
+        .find(clean)
+        .unwrap_or_else(|| panic!("no clean error:\n{err}"));
+    assert!(!err[..at].contains("panicked"), "{err}");
+    if out.status.code() != Some(1) {
+        // After the error, the threads tokio did start may still hit the address-space
+        // limit (an allocation failure aborts): an artefact of how this test starves
+        // the process, not of the error path.
+        assert!(
+            ["allocat", "out of memory"]
+                .iter()
+                .any(|oom| err[at..].contains(oom)),
+            "{:?}: {err}",
+            out.status
+        );
     }
 }

@@ -637,24 +637,25 @@ fn tokio_thread_spawn_failure_is_an_error_not_a_hang() {
     }
     let out = child.wait_with_output().unwrap();
     let err = stderr(&out);
-    if out.status.code() == Some(0) {
-        return; // the limit left room for every thread: the run simply succeeded
-    }
-    let clean = "schbench: error: backend tokio: ";
-    let at = err
-        .find(clean)
-        .unwrap_or_else(|| panic!("no clean error:\n{err}"));
-    assert!(!err[..at].contains("panicked"), "{err}");
-    if out.status.code() != Some(1) {
-        // After the error, the threads tokio did start may still hit the address-space
-        // limit (an allocation failure aborts): an artefact of how this test starves
-        // the process, not of the error path.
-        assert!(
+    // tokio's own panic ("OS can't spawn worker thread", raised in tokio's source) must
+    // never reach stderr.
+    assert!(
+        !err.lines()
+            .any(|l| l.contains("panicked at") && l.contains("tokio-")),
+        "{err}"
+    );
+    match out.status.code() {
+        Some(0) => {} // the limit left room for every thread: the run simply succeeded
+        Some(1) => assert!(err.contains("schbench: error: backend tokio: "), "{err}"),
+        // The threads tokio did start may themselves hit the address-space limit, before
+        // or after the error is printed (an allocation failure aborts): an artefact of
+        // how this test starves the process, not of the error path.
+        _ => assert!(
             ["allocat", "out of memory"]
                 .iter()
-                .any(|oom| err[at..].contains(oom)),
+                .any(|oom| err.contains(oom)),
             "{:?}: {err}",
             out.status
-        );
+        ),
     }
 }

@@ -9,32 +9,49 @@
 //! cargo run --release -p examples --example simulate -- --task 0 --task 0 --task 0:100:1000:50 --features NO_RUN_TO_PARITY
 //! ```
 //!
-//! A task is `NICE[:SLICE_US[:PERIOD_US:BURST_US]]`: always runnable, or,
-//! with a period, waking every PERIOD_US to run for BURST_US and sleeping
-//! again (a latency-sensitive handler). SLICE_US 0 means the base slice.
+//! A task is `NICE[:SLICE_US[:PERIOD_US:BURST_US]]`: always runnable (a
+//! hog), or, with a period, waking every PERIOD_US to run for BURST_US and
+//! sleeping again (a latency-sensitive handler). NICE is -20 ..= 19;
+//! SLICE_US is 0 (the base slice) or 100 ..= 100000; a periodic task needs
+//! 10 <= BURST_US < PERIOD_US <= 10000000 (time advances in 10 µs steps).
+//! A hog is written without a period (`0` or `0:100`), never with a zero
+//! one. `--ms` simulates at most ten minutes (600000 ms, seconds of run
+//! time); `--tick-us` is 10 ..= 1000000.
 
 use clap::Parser;
 use eevdf_rt::sched::{
-    DequeueFlags, EnqueueFlags, Entity, Features, Params, Pick, Resched, RunQueue, Slot, WakeFlags,
+    DequeueFlags, EnqueueFlags, Entity, Params, Pick, Resched, RunQueue, Slot, WakeFlags,
 };
+use examples::cli;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
+
+/// The longest simulation, ms (ten minutes of simulated time: seconds
+/// of run time even with 26 busy tasks).
+const MAX_MS: u64 = 600_000;
+
+/// The simulation's time step, ns.
+const STEP_NS: u64 = 10_000;
 
 #[derive(Parser, Debug)]
 #[command(about = "Deterministic EEVDF simulation with eevdf_rt::sched")]
 struct Args {
-    /// A task: NICE[:SLICE_US[:PERIOD_US:BURST_US]] (repeatable; default: 0, 0, 5 and a 100 µs-slice handler)
-    #[arg(long = "task")]
+    /// A task: NICE[:SLICE_US[:PERIOD_US:BURST_US]] (repeatable, 1 ..= 26 tasks;
+    /// NICE -20 ..= 19, SLICE_US 0 (base) or 100 ..= 100000,
+    /// 10 <= BURST_US < PERIOD_US <= 10000000; default: 0, 0, 5 and a
+    /// 100 µs-slice handler)
+    #[arg(long = "task", allow_hyphen_values = true)]
     tasks: Vec<String>,
-    /// Simulated time in milliseconds
+    /// Simulated time in milliseconds (1 ..= 600000, ten minutes)
     #[arg(long, default_value_t = 1000)]
     ms: u64,
-    /// Tick period in microseconds
+    /// Tick period in microseconds (10 ..= 1000000)
     #[arg(long, default_value_t = 1000)]
     tick_us: u64,
     /// Scheduler features in sched_features syntax
     #[arg(long, default_value = "")]
     features: String,
-    /// Milliseconds of timeline to print
+    /// Milliseconds of timeline to print (0 ..= 600000; at most --ms of it)
     #[arg(long, default_value_t = 20)]
     timeline_ms: u64,
 }
@@ -47,29 +64,52 @@ struct Spec {
     burst_us: u64,
 }
 
+/// Parses and range-checks one `--task`.
 fn parse_task(s: &str) -> Result<Spec, String> {
     let parts: Vec<&str> = s.split(':').collect();
-    let num = |i: usize| -> Result<i64, String> {
-        parts
-            .get(i)
-            .map(|p| p.parse::<i64>().map_err(|e| format!("task `{s}`: {e}")))
-            .unwrap_or(Ok(0))
-    };
     if parts.len() == 3 || parts.len() > 4 {
         return Err(format!(
-            "task `{s}`: expected NICE[:SLICE_US[:PERIOD_US:BURST_US]]"
+            "--task `{s}`: expected NICE[:SLICE_US[:PERIOD_US:BURST_US]]"
         ));
     }
-    let spec = Spec {
-        nice: num(0)? as i32,
-        slice_us: num(1)?.max(0) as u64,
-        period_us: num(2)?.max(0) as u64,
-        burst_us: num(3)?.max(0) as u64,
+    let field = |i: usize, name: &str, range: std::ops::RangeInclusive<i64>| {
+        let Some(p) = parts.get(i) else {
+            return Ok(0);
+        };
+        let v: i64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("--task `{s}`: {name} `{p}` is not an integer"))?;
+        if !range.contains(&v) {
+            return Err(format!(
+                "--task `{s}`: {name} {v} is out of range ({} ..= {})",
+                range.start(),
+                range.end()
+            ));
+        }
+        Ok(v)
     };
-    if spec.period_us > 0 && (spec.burst_us == 0 || spec.burst_us >= spec.period_us) {
-        return Err(format!("task `{s}`: need 0 < BURST_US < PERIOD_US"));
+    let nice = field(0, "NICE", -20..=19)? as i32;
+    let slice_us = field(1, "SLICE_US", 0..=100_000)? as u64;
+    if slice_us != 0 && slice_us < 100 {
+        return Err(format!(
+            "--task `{s}`: SLICE_US {slice_us} is out of range (100 ..= 100000, or 0 for the base slice)"
+        ));
     }
-    Ok(spec)
+    let period_us = field(2, "PERIOD_US", 0..=10_000_000)? as u64;
+    let burst_us = field(3, "BURST_US", 0..=10_000_000)? as u64;
+    if parts.len() == 4 && !(10 <= burst_us && burst_us < period_us) {
+        return Err(format!(
+            "--task `{s}`: a periodic task needs 10 <= BURST_US < PERIOD_US <= 10000000 \
+             (write a hog without a period: NICE or NICE:SLICE_US)"
+        ));
+    }
+    Ok(Spec {
+        nice,
+        slice_us,
+        period_us,
+        burst_us,
+    })
 }
 
 struct Task {
@@ -82,19 +122,32 @@ struct Task {
     next_wake: u64,
     burst_left: u64,
     woke_at: Option<u64>,
-    latencies: Vec<u64>,
+    /// Wakeup latencies, ns: value → count (bounded however long the run).
+    latencies: BTreeMap<u64, u64>,
     ran: u64,
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = cli::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("simulate: {e}");
-            ExitCode::from(2)
+        Err(e) => cli::usage_error("simulate", e),
+    }
+}
+
+/// The `q`-quantile of a value → count map (the smallest value with at
+/// least `q` of the counts at or below it).
+fn quantile(m: &BTreeMap<u64, u64>, q: f64) -> Option<u64> {
+    let n: u64 = m.values().sum();
+    let want = ((n as f64 * q).floor() as u64).min(n.saturating_sub(1));
+    let mut seen = 0;
+    for (&v, &c) in m {
+        seen += c;
+        if seen > want {
+            return Some(v);
         }
     }
+    None
 }
 
 fn run(args: Args) -> Result<(), String> {
@@ -112,8 +165,12 @@ fn run(args: Args) -> Result<(), String> {
     if specs.is_empty() || specs.len() > 26 {
         return Err("give 1 to 26 tasks".into());
     }
-    let features = Features::parse(&args.features).map_err(|e| e.to_string())?;
-    let tick = args.tick_us.max(1) * 1000;
+    let features = cli::check_features("--features", &args.features)?;
+    let ms = cli::check_range("--ms", args.ms, 1..=MAX_MS)?;
+    let tick_us = cli::check_range("--tick-us", args.tick_us, 10..=1_000_000)?;
+    let timeline_ms = cli::check_range("--timeline-ms", args.timeline_ms, 0..=MAX_MS)?.min(ms);
+    // In range, none of these products overflows.
+    let tick = tick_us * 1000;
     let params =
         Params::new(eevdf_rt::sched::base_slice_for(1), tick).map_err(|e| e.to_string())?;
     let mut rq: RunQueue<usize> = RunQueue::new(params, features);
@@ -133,18 +190,18 @@ fn run(args: Args) -> Result<(), String> {
             delayed: false,
             next_wake: 0,
             woke_at: Some(0),
-            latencies: Vec::new(),
+            latencies: BTreeMap::new(),
             ran: 0,
         });
     }
 
-    let end = args.ms * 1_000_000;
-    let step = 10_000; // 10 µs resolution
+    let end = ms * 1_000_000;
+    let step = STEP_NS;
     let mut now = 0;
     let mut next_tick = tick;
     let mut current: Option<usize> = None;
     let mut timeline = String::new();
-    let timeline_end = args.timeline_ms * 1_000_000;
+    let timeline_end = timeline_ms * 1_000_000;
     let mut switches = 0u64;
     let mut need_pick = true;
     while now < end {
@@ -180,7 +237,7 @@ fn run(args: Args) -> Result<(), String> {
                         rq.clear_resched();
                         let i = *rq.payload(s);
                         if let Some(w) = tasks[i].woke_at.take() {
-                            tasks[i].latencies.push(now - w);
+                            *tasks[i].latencies.entry(now - w).or_default() += 1;
                         }
                         current = Some(i);
                         switches += 1;
@@ -236,8 +293,8 @@ fn run(args: Args) -> Result<(), String> {
     let total: u64 = tasks.iter().map(|t| t.ran).sum();
     println!(
         "EEVDF simulation: {} ms, tick {} µs, features {}",
-        args.ms,
-        args.tick_us,
+        ms,
+        tick_us,
         features.diff_from_default()
     );
     println!(
@@ -250,15 +307,9 @@ fn run(args: Args) -> Result<(), String> {
         .map(|t| eevdf_rt::sched::weight::weight_of_nice(t.spec.nice).unwrap() as f64)
         .sum();
     for t in &tasks {
-        let mut l = t.latencies.clone();
-        l.sort_unstable();
-        let (p50, max) = if l.is_empty() {
-            ("-".to_string(), "-".to_string())
-        } else {
-            (
-                format!("{} µs", l[l.len() / 2] / 1000),
-                format!("{} µs", l[l.len() - 1] / 1000),
-            )
+        let (p50, max) = match (quantile(&t.latencies, 0.5), t.latencies.keys().last()) {
+            (Some(p50), Some(max)) => (format!("{} µs", p50 / 1000), format!("{} µs", max / 1000)),
+            _ => ("-".to_string(), "-".to_string()),
         };
         let kind = if t.spec.period_us > 0 {
             format!("{}/{} µs", t.spec.burst_us, t.spec.period_us)
@@ -294,7 +345,7 @@ fn run(args: Args) -> Result<(), String> {
     println!("switches: {switches}; counters: {:?}", rq.counters());
     println!(
         "timeline (one letter per 0.5 ms, first {} ms):",
-        args.timeline_ms
+        timeline_ms
     );
     for chunk in timeline.as_bytes().chunks(80) {
         println!("  {}", String::from_utf8_lossy(chunk));

@@ -1,8 +1,12 @@
 //! Command-line conventions shared by the examples: usage errors (clap's
 //! own, and the checks an example adds) print one clear line and exit with
-//! status 2; help exits 0. No example panics on bad input.
+//! status 2; help exits 0. No example panics on bad input. Also owns the
+//! shared option checks: durations, `--features` specs, and output files
+//! (checked before anything runs, written only at the end, never left
+//! empty), and `--trace`.
 
 use std::fmt::Display;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Parses the arguments with clap; on a usage error prints clap's message
@@ -46,15 +50,88 @@ pub fn optional_slice_us(option: &str, us: u64) -> Result<Option<std::time::Dura
     }
 }
 
-/// Parses a positive, finite number of seconds (`--duration 1.5`).
+/// The shortest measured duration an example accepts: a rate over less
+/// than this is noise (and over a nanosecond, absurd).
+pub const MIN_MEASURED_SECS: f64 = 0.01;
+
+/// The longest duration or warm-up an example accepts, seconds.
+pub const MAX_SECS: f64 = 3600.0;
+
+/// Parses a measured duration in seconds (`--duration 1.5`): a finite
+/// number in [`MIN_MEASURED_SECS`] ..= [`MAX_SECS`] (10 ms ..= 1 h).
 pub fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+    parse_secs_in(s, MIN_MEASURED_SECS)
+}
+
+/// Parses a warm-up in seconds (`--warmup 0.2`): a finite number in
+/// 0 ..= [`MAX_SECS`]; 0 means no warm-up.
+pub fn parse_warmup_secs(s: &str) -> Result<std::time::Duration, String> {
+    parse_secs_in(s, 0.0)
+}
+
+/// Seconds in `min ..= MAX_SECS`.
+fn parse_secs_in(s: &str, min: f64) -> Result<std::time::Duration, String> {
     let v: f64 = s
         .parse()
         .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if !(v.is_finite() && v > 0.0 && v <= 3600.0) {
-        return Err(format!("`{s}`: seconds must be in (0, 3600]"));
+    if !(v.is_finite() && v >= min && v <= MAX_SECS) {
+        return Err(format!("`{s}`: seconds must be in [{min}, {MAX_SECS}]"));
     }
     Ok(std::time::Duration::from_secs_f64(v))
+}
+
+/// Validates a scheduler feature spec (`sched_features` syntax; `""` and
+/// `"default"` are the defaults, `"kernel"` the kernel's), naming the
+/// option in the error. Every example parses `--features` with this.
+pub fn check_features(option: &str, spec: &str) -> Result<eevdf_rt::sched::Features, String> {
+    eevdf_rt::sched::Features::parse(spec).map_err(|e| format!("{option}: {e}"))
+}
+
+/// Checks, before anything runs, that the output file `path` of `option`
+/// can be written — without leaving a file behind: an existing file is
+/// opened for writing but not truncated; a new one is created and removed
+/// again. The example writes the file only when it has its contents, so
+/// no error path leaves an empty file.
+pub fn check_output_file(option: &str, path: &Path) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{option} {}: {e}", path.display());
+    if path.as_os_str().is_empty() {
+        return Err(format!("{option}: the file name is empty"));
+    }
+    if path.is_dir() {
+        return Err(format!("{option} {}: is a directory", path.display()));
+    }
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map(drop)
+            .map_err(err)
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(err)?;
+        std::fs::remove_file(path).map_err(err)
+    }
+}
+
+/// [`check_output_file`] for a file that must have extension `ext`
+/// (`"svg"`, `"json"`; case-insensitive), so that `--svg out.png` does
+/// not silently write SVG into a `.png`.
+pub fn check_output_file_ext(option: &str, path: &Path, ext: &str) -> Result<(), String> {
+    let ok = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext));
+    if !ok {
+        return Err(format!(
+            "{option} {}: the file name must end in .{ext} (it is written as {})",
+            path.display(),
+            ext.to_ascii_uppercase()
+        ));
+    }
+    check_output_file(option, path)
 }
 
 /// `--trace FILE`: record the eevdf-rt runtime's scheduling trace and write
@@ -73,7 +150,8 @@ pub struct TraceOpt {
 
 impl TraceOpt {
     /// Checks the options before anything runs (a usage error otherwise):
-    /// the capacity's range, and that the file can be created.
+    /// the capacity's range, and that the file can be written (nothing is
+    /// created: see [`check_output_file`]).
     pub fn check(&self) -> Result<(), String> {
         check_range(
             "--trace-capacity",
@@ -81,15 +159,16 @@ impl TraceOpt {
             1..=eevdf_rt::trace::MAX_CAPACITY,
         )?;
         if let Some(path) = &self.trace {
-            std::fs::File::create(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+            check_output_file("--trace", path)?;
         }
         Ok(())
     }
 
-    /// Checks the file can be written and starts recording on `rt`.
+    /// Checks the file can still be written and starts recording on `rt`;
+    /// the file itself is written by [`TraceOpt::finish`] only.
     pub fn start(&self, rt: &eevdf_rt::Runtime) -> Result<(), String> {
         if let Some(path) = &self.trace {
-            std::fs::File::create(path).map_err(|e| format!("--trace {}: {e}", path.display()))?;
+            check_output_file("--trace", path)?;
             rt.trace_start(self.trace_capacity)
                 .map_err(|e| format!("--trace-capacity: {e}"))?;
         }
@@ -120,4 +199,58 @@ pub fn parse_io(s: &str) -> Result<eevdf_rt::io::IoDriver, String> {
     let d: eevdf_rt::io::IoDriver = s.parse().map_err(|e: eevdf_rt::Error| e.to_string())?;
     d.resolve().map_err(|e| e.to_string())?;
     Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_have_a_floor_and_warmups_may_be_zero() {
+        assert_eq!(parse_secs("0.01"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_secs("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["1e-9", "0.001", "0", "-1", "3601", "nan", "inf", "x"] {
+            assert!(parse_secs(bad).is_err(), "--duration {bad}");
+        }
+        assert_eq!(parse_warmup_secs("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_warmup_secs("0.001"), Ok(Duration::from_millis(1)));
+        for bad in ["-0.1", "3601", "nan", "x"] {
+            assert!(parse_warmup_secs(bad).is_err(), "--warmup {bad}");
+        }
+    }
+
+    #[test]
+    fn features_accept_the_empty_spec() {
+        assert!(check_features("--features", "").is_ok());
+        assert!(check_features("--features", "default").is_ok());
+        let e = check_features("--features", "BOGUS").unwrap_err();
+        assert!(e.starts_with("--features: "), "{e}");
+    }
+
+    #[test]
+    fn output_checks_leave_no_file_behind() {
+        let dir = std::env::temp_dir().join(format!("examples-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let new = dir.join("new.svg");
+        check_output_file("--plot", &new).unwrap();
+        assert!(!new.exists(), "the check created {}", new.display());
+        // An existing file is kept as it is.
+        let old = dir.join("old.json");
+        std::fs::write(&old, "keep").unwrap();
+        check_output_file("--trace", &old).unwrap();
+        assert_eq!(std::fs::read_to_string(&old).unwrap(), "keep");
+        // A directory, a missing directory and an empty name are refused.
+        assert!(check_output_file("--plot", &dir).is_err());
+        let missing = dir.join("no-such-dir").join("x.svg");
+        let e = check_output_file("--plot", &missing).unwrap_err();
+        assert!(e.starts_with("--plot "), "{e}");
+        assert!(check_output_file("--plot", Path::new("")).is_err());
+        // The extension.
+        assert!(check_output_file_ext("--svg", &dir.join("x.SVG"), "svg").is_ok());
+        let e = check_output_file_ext("--svg", &dir.join("x.png"), "svg").unwrap_err();
+        assert!(e.contains(".svg"), "{e}");
+        assert!(check_output_file_ext("--svg", &dir.join("x"), "svg").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

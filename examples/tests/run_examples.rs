@@ -183,8 +183,9 @@ fn check_latency_table(out: &str, expected_requests: f64) {
     );
 }
 
-/// Runs and asserts exit 2 with a message on stderr and no panic.
-fn run_bad(name: &str, args: &[&str]) {
+/// Runs and asserts exit 2 with a message on stderr and no panic; returns
+/// stderr.
+fn run_bad(name: &str, args: &[&str]) -> String {
     let o = run(name, args);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
@@ -197,6 +198,7 @@ fn run_bad(name: &str, args: &[&str]) {
         !err.contains("panicked"),
         "{name} {args:?} panicked:\n{err}"
     );
+    err.into_owned()
 }
 
 /// Fails unless `out` contains every one of `rows`.
@@ -212,6 +214,41 @@ fn simulate() {
     assert!(out.contains("EEVDF simulation"), "{out}");
     run_bad("simulate", &["--task", "x"]);
     run_bad("simulate", &["--features", "NO_SUCH_FEATURE"]);
+    // A negative nice is a value, not an option.
+    let out = run_ok("simulate", &["--ms", "20", "--task", "-5", "--task", "0"]);
+    assert!(out.contains("hog (75.3 %)"), "{out}");
+    // Out of range: rejected at once, not wrapped, hung or replaced.
+    for (option, value, range) in [
+        ("--ms", "18446744073710", "1 ..= 600000"),
+        ("--ms", "18446744073709551615", "1 ..= 600000"),
+        ("--ms", "0", "1 ..= 600000"),
+        ("--tick-us", "2305843009213694952", "10 ..= 1000000"),
+        ("--tick-us", "18446744073709551615", "10 ..= 1000000"),
+        ("--tick-us", "0", "10 ..= 1000000"),
+        ("--tick-us", "1", "10 ..= 1000000"),
+        ("--timeline-ms", "18446744073709551615", "0 ..= 600000"),
+    ] {
+        let err = run_bad("simulate", &[option, value]);
+        assert!(
+            err.contains(&format!("{option} {value} is out of range ({range})")),
+            "{option} {value}: {err}"
+        );
+    }
+    for task in [
+        "0:100:18446744073709552:1000",
+        "99",
+        "0:50",
+        "0:-5",
+        "0:100:1000:5",
+    ] {
+        run_bad("simulate", &["--task", task]);
+    }
+    // One rule for periodic tasks: 10 <= BURST_US < PERIOD_US, so a zero
+    // period is no longer a hog in disguise.
+    for task in ["0:100:0:0", "0:100:10:20", "0:100:20:20"] {
+        let err = run_bad("simulate", &["--task", task]);
+        assert!(err.contains("10 <= BURST_US < PERIOD_US"), "{task}: {err}");
+    }
 }
 
 #[test]

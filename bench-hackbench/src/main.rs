@@ -48,6 +48,7 @@ fn main() -> ExitCode {
     };
     // Open output files before running, so a bad path fails at once.
     for (option, path) in [
+        ("--plot", &cfg.plot),
         ("--json", &cfg.json),
         ("--trace", &cfg.hackbench.runtime.trace),
     ] {
@@ -60,6 +61,9 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+    for n in &cfg.notes {
+        println!("note: {n}");
     }
     match run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,
@@ -206,7 +210,8 @@ fn run_latency(
             &default_only[..]
         };
         for col in cols {
-            let label = if cols.len() > 1 {
+            // A column that changes something is named even when alone.
+            let label = if cols.len() > 1 || !col.is_default() {
                 format!("{} {}", kind.name(), col.label)
             } else {
                 kind.name().to_string()

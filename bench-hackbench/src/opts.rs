@@ -15,12 +15,26 @@
 //! - `--latency`: the load runs until the probes finish, so `-l` is an error.
 //! - `--spawn`: runs `--duration` seconds (default 5), or `-l N` spawns per
 //!   spawner instead; giving both is an error.
+//! - An option the chosen mode does not read is an error, never ignored:
+//!   the load's `-g -f -s -p -i --transport` with `--spawn`; `--interval`,
+//!   `--nice-levels`, `--columns`, `--probe-slice` without `--latency`;
+//!   `--spawners` without `--spawn`.
+//! - `--latency`: `--duration` must hold at least one `--interval`.
+//! - Ranges are inclusive and each option has one message for its range
+//!   (`--interval` 1us..=10s, slices 100us..=100ms, `--duration`
+//!   1ns..=86400s, `-l` 1..=u64::MAX).
+//! - `--workers`: 1..=1024 for tokio, 1..=`eevdf_rt::MAX_WORKERS` (256)
+//!   when green runs.
+//! - `--columns`: a preset (`default`, `kernel`) only first; a switch or
+//!   `slice=` at most once per column; `slice=` not with `--probe-slice`;
+//!   no two columns with the same settings.
 //! - Runtime options (`--workers`, `--stats`) need a backend with a runtime
 //!   (tokio, green, or all); `--features`, `--columns` and `--probe-slice`
 //!   are green-only.
 //! - `--transport unix|pipe|tcp|channel`: `pipe` and `tcp` are `-p` and
 //!   `-i` (and conflict with them); `channel` is green-only (any other
-//!   backend alone is an error; `--backend all` runs green alone).
+//!   backend alone is an error; `--backend all` runs green alone, with a
+//!   [`Config::notes`] line for each backend left out).
 
 use crate::backend::{BackendKind, HackbenchConfig, LatencyColumn, RuntimeOpts, SpawnLimit};
 use crate::policy::LoadPolicy;
@@ -50,7 +64,8 @@ start barrier's release to the last task finishing. Transports: UNIX socket pair
 (-p), TCP over 127.0.0.1 with TCP_NODELAY (-i), or, green only, --transport channel: one bounded
 eevdf-rt channel per receiver instead of an fd, holding as many s-byte messages as a UNIX socket's
 default send buffer does (212992 / (s + 666): 278 at 100 bytes); messages are shared buffers, and
-the receiver copies each one out as read(2) would.
+the receiver copies each one out as read(2) would. With --backend all, --transport channel runs
+green alone and prints a note for each backend it leaves out.
 
 Latency mode (--latency): one cyclictest-style probe per --nice-levels entry sleeps to absolute
 deadlines every --interval for --duration seconds and records lateness (wake - deadline), printed
@@ -61,7 +76,10 @@ reported as a warning), green (green threads with task::Builder::nice and, with 
 slice= column, task::Builder::slice; eevdf_rt::sleep_until; every column on a fresh runtime, with
 the preemptions of the probes' window), tokio (no priorities exist: the nice level only labels the
 probe). Default backend: threads. Green-only: --columns, --probe-slice. With green, a Markdown table
-(one column per backend / green column) follows.
+(one column per backend / green column) follows. --duration must hold at least one --interval.
+--columns conflicts (exit 2): a preset (default, kernel) that is not a column's first word, a switch
+or slice= twice in one column (DELAY_DEQUEUE,NO_DELAY_DEQUEUE too), slice= with --probe-slice, two
+columns with the same settings.
 
 Spawn mode (--spawn): each of --spawners spawners repeatedly creates a task that exits at once
 and waits for it (processes: fork + waitpid, the child _exits; threads: std::thread spawn + join;
@@ -70,8 +88,14 @@ seconds, or -l spawns per spawner. Prints spawns/s. Green runs twice, with SPAWN
 on the spawner's worker) and NO_SPAWN_LOCAL (on the idlest worker), and counts where the spawns
 went, unless --features sets SPAWN_LOCAL either way.
 
+Options belong to modes: -g/-f/-s/-p/-i/--transport set the load (hackbench, --latency);
+--interval, --nice-levels, --columns, --probe-slice are --latency's; --spawners is --spawn's; any
+other mode refuses them.
+
 Durations: a number with a unit (ns, us, ms, s); a bare number means microseconds for --interval
-and --probe-slice, seconds for --duration. Exit codes: 0 ok, 1 a run failed, 2 bad usage.";
+and --probe-slice, seconds for --duration. Ranges: --interval 1us..=10s, --probe-slice and slice=
+100us..=100ms, --duration 1ns..=86400s. Exit codes: 0 ok, 1 a run failed, 2 bad usage (checked
+before anything runs, output files included).";
 
 /// `--backend` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -110,18 +134,18 @@ pub enum TransportArg {
     after_help = AFTER_HELP
 )]
 pub struct Cli {
-    /// Number of groups.
-    #[arg(short = 'g', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub groups: u32,
-    /// Senders per group, which is also receivers per group.
-    #[arg(short = 'f', long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1_000))]
-    pub fds: u32,
+    /// Number of groups (1..=10000) [default: 10].
+    #[arg(short = 'g', long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub groups: Option<u32>,
+    /// Senders per group, which is also receivers per group (1..=1000) [default: 20].
+    #[arg(short = 'f', long, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub fds: Option<u32>,
     /// Messages each sender sends to each receiver [default: 100]; with --spawn: spawns per spawner.
-    #[arg(short = 'l', long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'l', long, value_parser = clap::value_parser!(u64).range(1..=u64::MAX))]
     pub loops: Option<u64>,
-    /// Bytes per message (1..=1048576).
-    #[arg(short = 's', long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=MAX_DATASIZE))]
-    pub datasize: u64,
+    /// Bytes per message (1..=1048576) [default: 100].
+    #[arg(short = 's', long, value_parser = clap::value_parser!(u64).range(1..=MAX_DATASIZE))]
+    pub datasize: Option<u64>,
     /// Use pipes instead of UNIX socket pairs.
     #[arg(short = 'p', long = "pipe", conflicts_with = "inet")]
     pub pipe: bool,
@@ -152,7 +176,8 @@ pub struct Cli {
     /// Policy::Batch; wakeups never preempt) [default: normal].
     #[arg(long, value_enum)]
     pub policy: Option<crate::policy::LoadPolicy>,
-    /// OS worker threads for tokio and green [default: CPUs available].
+    /// OS worker threads for tokio (1..=1024) and green (1..=256, eevdf_rt::MAX_WORKERS)
+    /// [default: CPUs available, at most 256 when green runs].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub workers: Option<u32>,
     /// Print the runtime's counters after each run (tokio, green).
@@ -161,29 +186,33 @@ pub struct Cli {
     /// Latency mode: cyclictest-style probes under a hackbench load.
     #[arg(long, conflicts_with = "spawn")]
     pub latency: bool,
-    /// Latency mode: probe period [default: 1ms].
-    #[arg(long, requires = "latency", value_parser = parse_us)]
+    /// Latency mode: probe period, 1us..=10s [default: 1ms].
+    #[arg(long, value_parser = parse_interval)]
     pub interval: Option<Duration>,
     /// Latency mode: one probe per nice level (-20..=19) [default: -19,0,19].
-    #[arg(long, requires = "latency", value_delimiter = ',', allow_hyphen_values = true,
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice_levels: Option<Vec<i32>>,
-    /// Latency and spawn modes: how long to run [default: 5s].
+    /// Latency and spawn modes: how long to run, 1ns..=86400s [default: 5s]; in latency mode
+    /// at least one --interval (every probe runs at least one cycle).
     #[arg(long, value_parser = parse_secs)]
     pub duration: Option<Duration>,
-    /// Latency mode, green only: table columns, ';'-separated; each is "default", feature
-    /// switches ("TICK_ELIGIBLE,NO_RUN_TO_PARITY") and/or "slice=100us"; "bg3" = the
-    /// docs/kernel-discussions.md §3 table.
-    #[arg(long, requires = "latency")]
+    /// Latency mode, green only: table columns, ';'-separated; each is an optional preset first
+    /// ("default" = --features as given, "kernel"), then feature switches
+    /// ("TICK_ELIGIBLE,NO_RUN_TO_PARITY", on top of --features) and/or "slice=100us"; "bg3" =
+    /// the docs/kernel-discussions.md §3 table. Errors: a preset after a switch, a switch or
+    /// slice= given twice in a column (DELAY_DEQUEUE and NO_DELAY_DEQUEUE included), slice=
+    /// with --probe-slice, two columns with the same settings.
+    #[arg(long)]
     pub columns: Option<String>,
-    /// Latency mode, green only: slice the probes request (100us..=100ms).
-    #[arg(long, requires = "latency", value_parser = parse_us)]
+    /// Latency mode, green only: slice the probes of every column request (100us..=100ms).
+    #[arg(long, value_parser = parse_slice)]
     pub probe_slice: Option<Duration>,
     /// Spawn mode: spawn-and-exit throughput.
     #[arg(long)]
     pub spawn: bool,
     /// Spawn mode: concurrent spawners [default: 1].
-    #[arg(long, requires = "spawn", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub spawners: Option<u32>,
     /// Write an SVG plot of the results to this file.
     #[arg(long, value_name = "FILE.svg")]
@@ -237,6 +266,10 @@ pub struct Config {
     pub plot: Option<PathBuf>,
     /// `--json` target.
     pub json: Option<PathBuf>,
+    /// What the options left out, for the user (`main` prints each as
+    /// `note: ...` before running): backends `--backend all` skips because
+    /// the mode or the transport does not exist on them.
+    pub notes: Vec<String>,
 }
 
 /// Why the command line was not accepted.
@@ -263,7 +296,45 @@ where
     validate(cli)
 }
 
+/// Rejects an option that the selected mode would ignore: the hackbench
+/// load's options with `--spawn`, the probes' options without `--latency`,
+/// `--spawners` without `--spawn`.
+fn check_mode_options(cli: &Cli) -> Result<(), OptsError> {
+    if cli.spawn {
+        let load = [
+            ("-g/--groups", cli.groups.is_some()),
+            ("-f/--fds", cli.fds.is_some()),
+            ("-s/--datasize", cli.datasize.is_some()),
+            ("-p/--pipe", cli.pipe),
+            ("-i/--inet", cli.inet),
+            ("--transport", cli.transport.is_some()),
+        ];
+        if let Some((opt, _)) = load.iter().find(|(_, given)| *given) {
+            return usage(format!(
+                "{opt} sets the hackbench load; it does not apply to --spawn"
+            ));
+        }
+    }
+    if !cli.latency {
+        let probes = [
+            ("--interval", cli.interval.is_some()),
+            ("--nice-levels", cli.nice_levels.is_some()),
+            ("--columns", cli.columns.is_some()),
+            ("--probe-slice", cli.probe_slice.is_some()),
+        ];
+        if let Some((opt, _)) = probes.iter().find(|(_, given)| *given) {
+            return usage(format!("{opt} applies to --latency only"));
+        }
+    }
+    if cli.spawners.is_some() && !cli.spawn {
+        return usage("--spawners applies to --spawn only");
+    }
+    Ok(())
+}
+
 fn validate(cli: Cli) -> Result<Config, OptsError> {
+    check_mode_options(&cli)?;
+    let mut notes = Vec::new();
     // Backend selection.
     let from_flag = if cli.threads {
         Some(BackendArg::Threads)
@@ -301,6 +372,12 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
         if chosen == BackendArg::Processes {
             return usage(
                 "--latency runs on the threads, green and tokio backends, not on processes",
+            );
+        }
+        if all {
+            notes.push(
+                "--latency does not apply to the processes backend (no latency mode): left out"
+                    .to_string(),
             );
         }
         backends.retain(|&b| b != BackendKind::Processes);
@@ -342,6 +419,14 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
     if cli.workers.is_some() && !has_runtime {
         return usage("--workers applies to the tokio and green backends only");
     }
+    if let Some(w) = cli.workers {
+        if has_green && w as usize > eevdf_rt::MAX_WORKERS {
+            return usage(format!(
+                "--workers {w} is not in 1..={} for the green backend (eevdf_rt::MAX_WORKERS; only tokio takes up to 1024)",
+                eevdf_rt::MAX_WORKERS
+            ));
+        }
+    }
     if cli.trace.is_some() {
         if !has_green {
             return usage("--trace applies to the green backend only (use --backend green or all)");
@@ -357,7 +442,14 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
     }
     let workers = match cli.workers {
         Some(w) => w as usize,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        None => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if has_green {
+                cpus.min(eevdf_rt::MAX_WORKERS)
+            } else {
+                cpus
+            }
+        }
     };
 
     let transport = match (cli.transport, cli.pipe, cli.inet) {
@@ -373,7 +465,13 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
                 "--transport channel applies to the green backend only (use --backend green or all)",
             );
         }
-        // `all`: only green has channels; the others are left out.
+        // `all`: only green has channels; the others are left out, with a note each.
+        for b in backends.iter().filter(|&&b| b != BackendKind::Green) {
+            notes.push(format!(
+                "--transport channel does not apply to the {} backend (channels are green-only): left out",
+                b.name()
+            ));
+        }
         backends.retain(|&b| b == BackendKind::Green);
     }
 
@@ -391,23 +489,28 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
         if (cli.columns.is_some() || cli.probe_slice.is_some()) && !has_green {
             return usage("--columns and --probe-slice apply to the green backend only");
         }
-        if let Some(s) = cli.probe_slice {
-            check_slice(s, "--probe-slice")?;
-        }
         let nice_levels = cli.nice_levels.unwrap_or_else(|| vec![-19, 0, 19]);
         if nice_levels.is_empty() || nice_levels.len() > 40 {
             return usage("--nice-levels needs 1 to 40 values in -20..=19");
         }
         let interval = cli.interval.unwrap_or(Duration::from_millis(1));
-        if interval < Duration::from_micros(1) || interval > Duration::from_secs(10) {
-            return usage("--interval must be between 1us and 10s");
+        if duration < interval {
+            return usage(format!(
+                "--duration {} is shorter than --interval {}: the probes would run no cycle (give a --duration of at least one --interval)",
+                fmt_duration(duration),
+                fmt_duration(interval)
+            ));
         }
         let columns = match &cli.columns {
-            None => vec![LatencyColumn {
-                probe_slice: cli.probe_slice,
-                ..LatencyColumn::default_column()
+            None => vec![match cli.probe_slice {
+                None => LatencyColumn::default_column(),
+                Some(s) => LatencyColumn {
+                    label: format!("slice={}", fmt_duration(s)),
+                    features: None,
+                    probe_slice: Some(s),
+                },
             }],
-            Some(spec) => parse_columns(spec, cli.probe_slice)?,
+            Some(spec) => parse_columns(spec, cli.probe_slice, cli.features.as_deref())?,
         };
         Mode::Latency {
             interval,
@@ -438,10 +541,10 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
         backends,
         all,
         hackbench: HackbenchConfig {
-            groups: cli.groups as usize,
-            fds: cli.fds as usize,
+            groups: cli.groups.unwrap_or(10) as usize,
+            fds: cli.fds.unwrap_or(20) as usize,
             loops: cli.loops.unwrap_or(100),
-            datasize: cli.datasize as usize,
+            datasize: cli.datasize.unwrap_or(100) as usize,
             transport,
             policy: cli.policy.unwrap_or_default(),
             runtime: RuntimeOpts {
@@ -454,6 +557,7 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
         },
         plot: cli.plot,
         json: cli.json,
+        notes,
     })
 }
 
@@ -461,53 +565,138 @@ fn parse_io(s: &str) -> Result<eevdf_rt::io::IoDriver, String> {
     s.parse().map_err(|e: eevdf_rt::Error| e.to_string())
 }
 
-fn check_slice(s: Duration, what: &str) -> Result<(), OptsError> {
-    if s < Duration::from_micros(100) || s > Duration::from_millis(100) {
-        return usage(format!("{what}: a slice must be between 100us and 100ms"));
+/// `d` in the largest unit that shows it exactly (`100us`, `1ms`, `86400s`),
+/// in the syntax the duration options read.
+fn fmt_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    if ns == 0 {
+        return "0s".to_string();
     }
-    Ok(())
+    for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+        if ns % scale == 0 {
+            return format!("{}{unit}", ns / scale);
+        }
+    }
+    format!("{ns}ns")
 }
 
-/// Parses `--columns`: `bg3`, or `;`-separated specs of `default`,
-/// feature switches and `slice=DUR`.
+/// A feature-switch word of a `--columns` column: the feature and whether
+/// the word turns it on (`NO_` turns it off), as `Features::apply` reads it.
+fn column_switch(word: &str) -> Option<(eevdf_rt::sched::Feature, bool)> {
+    use eevdf_rt::sched::Feature;
+    if let Some(f) = Feature::from_name(word) {
+        return Some((f, true));
+    }
+    match word.get(..3) {
+        Some(p) if p.eq_ignore_ascii_case("NO_") => {
+            Feature::from_name(&word[3..]).map(|f| (f, false))
+        }
+        _ => None,
+    }
+}
+
+/// Parses `--columns`: `bg3`, or `;`-separated specs of an optional preset
+/// (`default`, `kernel`) first, feature switches and `slice=DUR`.
+///
+/// Conflicts (errors): a preset that is not a column's first word (it would
+/// undo the switches before it), a switch named twice in a column (`X,X`
+/// or `X,NO_X`), `slice=` twice in a column, `slice=` together with
+/// `--probe-slice` (which sets every column's slice), and two columns whose
+/// settings (`--features` plus the column's switches, and the slice) are
+/// the same.
 fn parse_columns(
     spec: &str,
     probe_slice: Option<Duration>,
+    base_features: Option<&str>,
 ) -> Result<Vec<LatencyColumn>, OptsError> {
+    use eevdf_rt::sched::Features;
     let spec = if spec.trim().eq_ignore_ascii_case("bg3") {
         BG3_COLUMNS
     } else {
         spec
     };
+    // `--features` is validated before the columns; an invalid one leaves
+    // the default set here.
+    let base = base_features
+        .and_then(|f| Features::parse(f).ok())
+        .unwrap_or_default();
     let mut out = Vec::new();
+    let mut settings: Vec<(Features, Option<Duration>, String)> = Vec::new();
     for col in spec.split(';').map(str::trim).filter(|c| !c.is_empty()) {
-        let mut features = Vec::new();
-        let mut slice = probe_slice;
-        for tok in col.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            if tok.eq_ignore_ascii_case("default") {
-                continue;
-            }
-            if let Some(v) = tok.strip_prefix("slice=") {
-                let d = parse_us(v).map_err(|e| OptsError::Usage(format!("--columns: {e}")))?;
-                check_slice(d, "--columns")?;
-                slice = Some(d);
+        let mut words = Vec::new();
+        let mut switches: Vec<(eevdf_rt::sched::Feature, &str)> = Vec::new();
+        let mut slice: Option<&str> = None;
+        let mut column_slice = probe_slice;
+        let tokens = col.split(',').map(str::trim).filter(|t| !t.is_empty());
+        for (i, tok) in tokens.enumerate() {
+            let is_default = tok.eq_ignore_ascii_case("default");
+            if is_default || tok.eq_ignore_ascii_case("kernel") {
+                if i > 0 {
+                    return usage(format!(
+                        "--columns: column '{col}': the preset '{tok}' must come first (here it would undo the switches before it)"
+                    ));
+                }
+                if !is_default {
+                    words.push(tok);
+                }
+            } else if let Some(v) = tok.strip_prefix("slice=") {
+                if let Some(prev) = slice {
+                    return usage(format!(
+                        "--columns: column '{col}' gives a slice twice ('{prev}' and '{tok}')"
+                    ));
+                }
+                if let Some(p) = probe_slice {
+                    return usage(format!(
+                        "--columns: column '{col}' sets '{tok}' but --probe-slice {} sets every column's slice; give one of them",
+                        fmt_duration(p)
+                    ));
+                }
+                let d = parse_slice(v)
+                    .map_err(|e| OptsError::Usage(format!("--columns: '{tok}': {e}")))?;
+                slice = Some(tok);
+                column_slice = Some(d);
             } else {
-                features.push(tok);
+                if let Some((f, _)) = column_switch(tok) {
+                    if let Some((_, prev)) = switches.iter().find(|(g, _)| *g == f) {
+                        return usage(format!(
+                            "--columns: column '{col}' sets {f} twice ('{prev}' and '{tok}')"
+                        ));
+                    }
+                    switches.push((f, tok));
+                }
+                words.push(tok);
             }
         }
-        let features = if features.is_empty() {
+        let features = if words.is_empty() {
             None
         } else {
-            let f = features.join(",");
-            if let Err(e) = eevdf_rt::sched::Features::parse(&f) {
+            Some(words.join(","))
+        };
+        let mut effective = base;
+        if let Some(f) = &features {
+            if let Err(e) = effective.apply(f) {
                 return usage(format!("--columns: {e}"));
             }
-            Some(f)
+        }
+        if let Some((_, _, prev)) = settings
+            .iter()
+            .find(|(f, s, _)| *f == effective && *s == column_slice)
+        {
+            return usage(format!(
+                "--columns: columns '{prev}' and '{col}' have the same settings; give each once"
+            ));
+        }
+        settings.push((effective, column_slice, col.to_string()));
+        // The label names the column's whole setting, --probe-slice included.
+        let label = match (probe_slice, col.eq_ignore_ascii_case("default")) {
+            (Some(p), true) => format!("slice={}", fmt_duration(p)),
+            (Some(p), false) => format!("{col},slice={}", fmt_duration(p)),
+            (None, _) => col.to_string(),
         };
         out.push(LatencyColumn {
-            label: col.to_string(),
+            label,
             features,
-            probe_slice: slice,
+            probe_slice: column_slice,
         });
     }
     if out.is_empty() {
@@ -516,8 +705,15 @@ fn parse_columns(
     Ok(out)
 }
 
-/// Parses a duration; a bare number is in `bare_unit_ns` nanoseconds.
-fn parse_duration(s: &str, bare_unit_ns: f64) -> Result<Duration, String> {
+/// Parses a duration; a bare number is in `bare_unit_ns` nanoseconds. The
+/// result must lie in `min..=max`; anything else (0, a negative number, a
+/// value that rounds to 0 ns) fails with the range in the message.
+fn parse_duration(
+    s: &str,
+    bare_unit_ns: f64,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -538,21 +734,44 @@ fn parse_duration(s: &str, bare_unit_ns: f64) -> Result<Duration, String> {
             ))
         }
     };
-    let ns = v * scale;
-    if !ns.is_finite() || ns <= 0.0 || ns > 86_400e9 {
-        return Err(format!("'{s}' must be more than 0 and at most a day"));
+    let ns = (v * scale).round();
+    let out_of_range = || {
+        format!(
+            "must be between {} and {}",
+            fmt_duration(min),
+            fmt_duration(max)
+        )
+    };
+    // Checked as f64 first: a huge value would saturate the u64 cast.
+    if !ns.is_finite() || ns > max.as_nanos() as f64 {
+        return Err(out_of_range());
     }
-    Ok(Duration::from_nanos(ns.round() as u64))
+    let d = Duration::from_nanos(ns as u64);
+    if d < min || d > max {
+        return Err(out_of_range());
+    }
+    Ok(d)
 }
 
-/// A duration whose bare number means microseconds (cyclictest's `-i`).
-fn parse_us(s: &str) -> Result<Duration, String> {
-    parse_duration(s, 1e3)
+/// `--interval`: a bare number means microseconds (cyclictest's `-i`); 1us..=10s.
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    parse_duration(s, 1e3, Duration::from_micros(1), Duration::from_secs(10))
 }
 
-/// A duration whose bare number means seconds.
+/// A probe slice (`--probe-slice`, a column's `slice=`): a bare number
+/// means microseconds; 100us..=100ms, eevdf-rt's slice range.
+fn parse_slice(s: &str) -> Result<Duration, String> {
+    parse_duration(
+        s,
+        1e3,
+        Duration::from_nanos(eevdf_rt::sched::MIN_SLICE),
+        Duration::from_nanos(eevdf_rt::sched::MAX_SLICE),
+    )
+}
+
+/// `--duration`: a bare number means seconds; 1ns..=86400s (a day).
 fn parse_secs(s: &str) -> Result<Duration, String> {
-    parse_duration(s, 1e9)
+    parse_duration(s, 1e9, Duration::from_nanos(1), Duration::from_secs(86_400))
 }
 
 #[cfg(test)]
@@ -756,13 +975,233 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_us("250"), Ok(Duration::from_micros(250)));
-        assert_eq!(parse_us("2ms"), Ok(Duration::from_millis(2)));
+        assert_eq!(parse_interval("250"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_interval("2ms"), Ok(Duration::from_millis(2)));
+        assert_eq!(parse_slice("150"), Ok(Duration::from_micros(150)));
         assert_eq!(parse_secs("0.3"), Ok(Duration::from_millis(300)));
         assert_eq!(parse_secs("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_secs("100ns"), Ok(Duration::from_nanos(100)));
+        assert_eq!(parse_secs("86400"), Ok(Duration::from_secs(86_400)));
         assert!(parse_secs("").is_err());
         assert!(parse_secs("-1").is_err());
         assert!(parse_secs("1e99").is_err());
+        // A value that rounds to 0 ns is out of range, not a zero duration.
+        assert!(parse_secs("0.1ns").is_err());
+        assert!(parse_secs("86401").is_err());
+    }
+
+    #[test]
+    fn duration_ranges_have_one_message_each() {
+        let interval = "must be between 1us and 10s";
+        for v in [
+            "0",
+            "1ns",
+            "999ns",
+            "10.001s",
+            "1e3",
+            "5000000000000000000000s",
+        ] {
+            let want = if v == "1e3" { "unit" } else { interval };
+            assert!(
+                parse_interval(v).is_err_and(|e| e.contains(want)),
+                "{v}: {:?}",
+                parse_interval(v)
+            );
+        }
+        assert_eq!(parse_interval("1us"), Ok(Duration::from_micros(1)));
+        assert_eq!(parse_interval("10s"), Ok(Duration::from_secs(10)));
+        for v in ["0", "5us", "101ms"] {
+            assert_eq!(
+                parse_slice(v),
+                Err("must be between 100us and 100ms".to_string())
+            );
+        }
+        assert_eq!(
+            parse_secs("0"),
+            Err("must be between 1ns and 86400s".to_string())
+        );
+        for args in ["--latency --interval 0", "--latency --interval 1ns"] {
+            let m = err(args);
+            assert!(m.contains("--interval") && m.contains(interval), "{m}");
+        }
+        for args in ["--latency --probe-slice 0", "--latency --probe-slice 5us"] {
+            let m = err(&format!("{args} --backend green"));
+            assert!(m.contains("between 100us and 100ms"), "{m}");
+        }
+    }
+
+    #[test]
+    fn fmt_duration_uses_the_largest_exact_unit() {
+        assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(fmt_duration(Duration::from_millis(300)), "300ms");
+        assert_eq!(fmt_duration(Duration::from_micros(1500)), "1500us");
+        assert_eq!(fmt_duration(Duration::from_nanos(7)), "7ns");
+        assert_eq!(fmt_duration(Duration::ZERO), "0s");
+    }
+
+    #[test]
+    fn latency_duration_must_hold_one_interval() {
+        for args in [
+            "--latency -g 1 -f 1 --duration 0.3s --interval 10s",
+            "--latency --duration 0.5ms",
+            "--latency --duration 1ns",
+        ] {
+            let m = err(args);
+            assert!(m.contains("--duration") && m.contains("--interval"), "{m}");
+        }
+        // Exactly one interval is one cycle: accepted.
+        let c = ok("--latency --duration 2ms --interval 2ms");
+        assert!(matches!(c.mode, Mode::Latency { .. }));
+        // Spawn mode has no interval: any positive duration.
+        assert!(matches!(
+            ok("--spawn --duration 1ns").mode,
+            Mode::Spawn { .. }
+        ));
+    }
+
+    #[test]
+    fn options_of_another_mode_are_rejected() {
+        for (args, opt) in [
+            ("--spawn -g 5", "-g/--groups"),
+            ("--spawn -f 2", "-f/--fds"),
+            ("--spawn -s 500", "-s/--datasize"),
+            ("--spawn -p", "-p/--pipe"),
+            ("--spawn -i", "-i/--inet"),
+            ("--spawn --transport tcp", "--transport"),
+        ] {
+            let m = err(args);
+            assert!(m.contains(opt) && m.contains("--spawn"), "{args}: {m}");
+        }
+        for args in [
+            "--spawn --interval 5ms",
+            "--spawn --nice-levels 0",
+            "--spawn --columns default",
+            "--spawn --probe-slice 1ms",
+            "--interval 5ms",
+            "--nice-levels 0",
+            "--columns default",
+            "--probe-slice 1ms",
+        ] {
+            let opt = args.split_whitespace().rev().nth(1).unwrap();
+            let m = err(args);
+            assert_eq!(m, format!("{opt} applies to --latency only"), "{args}");
+        }
+        for args in ["--latency --spawners 4", "--spawners 4"] {
+            assert_eq!(err(args), "--spawners applies to --spawn only", "{args}");
+        }
+        // What each mode does read is still accepted.
+        ok("--spawn --spawners 2 -l 3 --backend green --workers 2 --features TICK_ELIGIBLE");
+        ok("--latency -g 2 -f 3 -s 64 -p --interval 2ms --nice-levels 0");
+    }
+
+    #[test]
+    fn green_workers_stop_at_the_runtime_maximum() {
+        let max = eevdf_rt::MAX_WORKERS;
+        for backend in ["green", "all"] {
+            let m = err(&format!("--backend {backend} --workers {}", max + 1));
+            assert!(
+                m.contains("--workers") && m.contains(&format!("1..={max}")),
+                "{m}"
+            );
+            let c = ok(&format!("--backend {backend} --workers {max}"));
+            assert_eq!(c.hackbench.runtime.workers, max);
+        }
+        assert_eq!(
+            ok("--backend tokio --workers 1024")
+                .hackbench
+                .runtime
+                .workers,
+            1024
+        );
+        assert!(err("--backend tokio --workers 1025").contains("1..=1024"));
+        assert!(ok("--backend green").hackbench.runtime.workers <= max);
+    }
+
+    #[test]
+    fn loops_range_is_inclusive() {
+        let m = err("-l 0");
+        assert!(m.contains(&format!("1..={}", u64::MAX)), "{m}");
+        assert_eq!(ok(&format!("-l {}", u64::MAX)).hackbench.loops, u64::MAX);
+    }
+
+    #[test]
+    fn skipped_backends_get_a_note() {
+        let c = ok("--transport channel --backend all");
+        assert_eq!(c.backends, vec![BackendKind::Green]);
+        assert_eq!(c.notes.len(), 3, "{:?}", c.notes);
+        for name in ["processes", "threads", "tokio"] {
+            assert!(
+                c.notes
+                    .iter()
+                    .any(|n| n.contains("--transport channel") && n.contains(name)),
+                "{:?}",
+                c.notes
+            );
+        }
+        let c = ok("--latency --backend all");
+        assert_eq!(c.notes.len(), 1);
+        assert!(c.notes[0].contains("processes"), "{:?}", c.notes);
+        assert!(ok("--transport channel --backend green").notes.is_empty());
+        assert!(ok("--backend all").notes.is_empty());
+    }
+
+    fn columns(args: &str) -> Vec<LatencyColumn> {
+        match ok(&format!("--latency --backend green {args}")).mode {
+            Mode::Latency { columns, .. } => columns,
+            m => panic!("{m:?}"),
+        }
+    }
+
+    #[test]
+    fn column_labels_name_the_whole_setting() {
+        let c = columns("--columns NO_DELAY_DEQUEUE");
+        assert_eq!(c[0].label, "NO_DELAY_DEQUEUE");
+        assert!(!c[0].is_default());
+        let c = columns("--probe-slice 1ms");
+        assert_eq!(c[0].label, "slice=1ms");
+        assert_eq!(c[0].probe_slice, Some(Duration::from_millis(1)));
+        let c = columns("--columns default;TICK_ELIGIBLE --probe-slice 200us");
+        let labels: Vec<&str> = c.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(labels, ["slice=200us", "TICK_ELIGIBLE,slice=200us"]);
+        assert!(columns("")[0].is_default());
+        assert!(columns("--columns default")[0].is_default());
+        // A preset first is fine; "default" keeps --features as given.
+        let c = columns("--columns kernel,NO_DELAY_DEQUEUE;default,TICK_ELIGIBLE");
+        assert_eq!(c[0].features.as_deref(), Some("kernel,NO_DELAY_DEQUEUE"));
+        assert_eq!(c[1].features.as_deref(), Some("TICK_ELIGIBLE"));
+    }
+
+    #[test]
+    fn conflicting_columns_are_rejected() {
+        for (args, needle) in [
+            ("--columns slice=100us --probe-slice 1ms", "--probe-slice"),
+            ("--columns bg3 --probe-slice 1ms", "--probe-slice"),
+            ("--columns slice=100us,slice=200us", "slice twice"),
+            (
+                "--columns NO_DELAY_DEQUEUE,DELAY_DEQUEUE",
+                "DELAY_DEQUEUE twice",
+            ),
+            (
+                "--columns TICK_ELIGIBLE,tick_eligible",
+                "TICK_ELIGIBLE twice",
+            ),
+            ("--columns TICK_ELIGIBLE,default", "must come first"),
+            ("--columns NO_HRTICK,kernel", "must come first"),
+            ("--columns slice=100us;slice=100us", "same settings"),
+            ("--columns default;DELAY_DEQUEUE", "same settings"),
+            (
+                "--columns TICK_ELIGIBLE,NO_RUN_TO_PARITY;NO_RUN_TO_PARITY,TICK_ELIGIBLE",
+                "same settings",
+            ),
+            (
+                "--features TICK_ELIGIBLE --columns default;TICK_ELIGIBLE",
+                "same settings",
+            ),
+            ("--columns slice=5us", "between 100us and 100ms"),
+            ("--columns ;", "at least one column"),
+        ] {
+            let m = err(&format!("--latency --backend green {args}"));
+            assert!(m.contains("--columns") && m.contains(needle), "{args}: {m}");
+        }
     }
 }

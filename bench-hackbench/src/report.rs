@@ -149,7 +149,7 @@ pub fn latency_report(
     let mut s = format!(
         "Latency mode, {} backend{}: {} probe(s), interval {} us, {:.1} s; load: hackbench {} groups x {} fds, {} bytes, {}\n",
         kind.name(),
-        if column.label == "default" && column.probe_slice.is_none() {
+        if column.is_default() {
             String::new()
         } else {
             format!(", column '{}'", column.label)

@@ -112,6 +112,83 @@ fn bad_input_exits_2_with_a_message() {
     rejects(&["--backend", "green", "--workers", "300"], "workers");
 }
 
+/// Each rejection happens before anything runs: nothing on stdout (no
+/// "Running ..." banner, no table of zeros).
+fn rejects_up_front(line: &str, needle: &str) {
+    let args: Vec<&str> = line.split_whitespace().collect();
+    rejects(&args, needle);
+    let (out, _) = text(&run(&args));
+    assert!(out.is_empty(), "{line}: printed {out}");
+}
+
+#[test]
+fn latency_runs_need_one_cycle_and_one_interval_range() {
+    for line in [
+        "--latency -g 1 -f 1 --duration 0.3s --interval 10s",
+        "--latency -g 1 -f 1 --duration 0.5ms",
+        "--latency -g 1 -f 1 --duration 1ns",
+    ] {
+        rejects_up_front(line, "--duration");
+    }
+    for v in ["0", "1ns", "11s"] {
+        rejects_up_front(
+            &format!("--latency --interval {v}"),
+            "must be between 1us and 10s",
+        );
+    }
+}
+
+#[test]
+fn options_of_another_mode_are_usage_errors() {
+    for (line, needle) in [
+        ("--spawn -l 1 -g 5", "-g/--groups"),
+        ("--spawn -l 1 -s 500", "-s/--datasize"),
+        ("--spawn -l 1 -p", "-p/--pipe"),
+        ("--spawn -l 1 --transport tcp", "--transport"),
+        (
+            "--spawn -l 1 --interval 5ms",
+            "--interval applies to --latency only",
+        ),
+        ("--spawn -l 1 --nice-levels 0", "--nice-levels"),
+        ("--spawn -l 1 --columns default", "--columns"),
+        ("--spawn -l 1 --probe-slice 1ms", "--probe-slice"),
+        (
+            "--latency --duration 0.01 --spawners 4",
+            "--spawners applies to --spawn only",
+        ),
+    ] {
+        rejects_up_front(line, needle);
+    }
+}
+
+#[test]
+fn green_workers_beyond_the_runtime_maximum_fail_before_running() {
+    rejects_up_front(
+        "--backend green --workers 257 -g 1 -f 1 -l 1",
+        "1..=256 for the green backend",
+    );
+    rejects_up_front("-l 0", "1..=18446744073709551615");
+}
+
+#[test]
+fn conflicting_columns_are_usage_errors() {
+    for (cols, needle) in [
+        ("slice=100us --probe-slice 1ms", "--probe-slice"),
+        ("slice=100us,slice=200us", "slice twice"),
+        ("NO_DELAY_DEQUEUE,DELAY_DEQUEUE", "DELAY_DEQUEUE twice"),
+    ] {
+        rejects_up_front(
+            &format!("--latency --backend green -g 1 -f 1 --duration 0.01 --columns {cols}"),
+            needle,
+        );
+    }
+}
+
+#[test]
+fn an_uncreatable_plot_fails_before_running() {
+    rejects_up_front("-T -g 1 -f 1 -l 1 --plot /nonexistent-dir/h.svg", "--plot");
+}
+
 #[test]
 fn green_runs_every_transport_and_names_its_features() {
     for transport in ["", "-p", "-i", "--transport channel", "--transport unix"] {
@@ -134,6 +211,14 @@ fn green_runs_every_transport_and_names_its_features() {
         &[],
     );
     assert_eq!(out.matches("Time: ").count(), 1, "{out}");
+    for skipped in ["processes", "threads", "tokio"] {
+        assert!(
+            out.contains(&format!(
+                "note: --transport channel does not apply to the {skipped} backend"
+            )),
+            "{out}"
+        );
+    }
     assert!(out.contains("eevdf-rt channels"), "{out}");
     assert!(out.contains("context_switches"), "--stats: {out}");
 }
@@ -150,6 +235,11 @@ fn help_documents_every_mode() {
         "--nice-levels",
         "--plot",
         "-T",
+        // Ranges, mode rules and --columns conflicts are documented.
+        "1us..=10s",
+        "1..=256",
+        "Options belong to modes",
+        "slice= with --probe-slice",
     ] {
         assert!(out.contains(needle), "--help lacks {needle}");
     }
@@ -249,6 +339,16 @@ fn tiny_latency_and_spawn_runs_with_plots() {
         "{out}"
     );
     assert!(out.contains("| preemptions"), "{out}");
+
+    // One column that is not the default is named in the table too.
+    for col in ["NO_DELAY_DEQUEUE", "slice=100us"] {
+        let out = succeeds(
+            &format!("--latency --backend green --duration 0.05 -g 1 -f 1 --columns {col}"),
+            &[],
+        );
+        assert!(out.contains(&format!("column '{col}'")), "{out}");
+        assert!(out.contains(&format!("| nice | {col} |")), "{out}");
+    }
 
     let spawn_svg = dir.join("spawn.svg");
     let out = succeeds(

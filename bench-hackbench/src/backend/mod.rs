@@ -211,6 +211,12 @@ impl LatencyColumn {
         }
     }
 
+    /// Whether the column changes nothing: no feature switches of its own
+    /// and no probe slice (its runs use `--features` as given).
+    pub fn is_default(&self) -> bool {
+        self.features.is_none() && self.probe_slice.is_none()
+    }
+
     /// The check of every backend without feature sets or probe slices
     /// (threads, tokio): anything but the default column is a usage error.
     pub fn require_default(&self, backend: &str) -> Result<(), BenchError> {

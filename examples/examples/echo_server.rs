@@ -19,8 +19,9 @@
 //! so every wakeup of a server green thread comes from outside the runtime
 //! (the reactor) and the two sides compete for the CPUs through the kernel.
 //!
-//! `--listen ADDR` runs only the server (until interrupted); `--connect
-//! ADDR` runs only the load against any echo server.
+//! `--listen ADDR` runs only the server, until SIGINT (Ctrl-C) or SIGTERM:
+//! then it stops the server, writes the `--trace` file if asked, and
+//! exits 0. `--connect ADDR` runs only the load against any echo server.
 //!
 //! The server is the whole of [`serve`] and [`echo`]: an accept loop that
 //! spawns a green thread per connection, and a read/write loop. A green
@@ -29,7 +30,6 @@
 
 use clap::Parser;
 use eevdf_rt::net::{TcpListener, TcpStream};
-use eevdf_rt::sched::Features;
 use examples::cli;
 use examples::hist::{self, fmt_us};
 use hdrhistogram::Histogram;
@@ -57,13 +57,15 @@ struct Args {
     /// Run the clients on OS threads (std::net) instead of green threads
     #[arg(long)]
     client_threads: bool,
-    /// Only run the server, on this address, until interrupted
+    /// Only run the server, on this address, until SIGINT (Ctrl-C) or SIGTERM
+    /// (then write the --trace file, if any, and exit 0)
     #[arg(long, value_name = "ADDR", conflicts_with_all = ["connect", "clients", "requests", "size", "client_threads"])]
     listen: Option<String>,
     /// Only run the load, against the echo server at this address
     #[arg(long, value_name = "ADDR")]
     connect: Option<String>,
-    /// Scheduler features, sched_features syntax (`kernel`: the kernel's defaults)
+    /// Scheduler features, sched_features syntax ("" or `default`: the defaults;
+    /// `kernel`: the kernel's defaults)
     #[arg(long, default_value = "")]
     features: String,
     #[command(flatten)]
@@ -103,6 +105,80 @@ fn echo(mut s: TcpStream) -> io::Result<u64> {
         s.write_all(&buf[..n])?;
         total += n as u64;
     }
+}
+
+/// SIGINT and SIGTERM, blocked on the calling thread and on every thread
+/// it starts afterwards (they inherit the mask: the runtime's workers), so
+/// that they wait, pending, for [`StopSignals::wait`] instead of killing
+/// the process before the trace is written.
+struct StopSignals(libc::sigset_t);
+
+impl StopSignals {
+    /// Blocks the two signals on the calling thread.
+    fn block() -> io::Result<StopSignals> {
+        // SAFETY: `set` is a plain sigset_t, initialised by sigemptyset
+        // before use; pthread_sigmask only reads it (no old mask asked for).
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            match libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) {
+                0 => Ok(StopSignals(set)),
+                rc => Err(io::Error::from_raw_os_error(rc)),
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for one of the signals; its name if one came.
+    fn wait(&self, timeout: Duration) -> Option<&'static str> {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: the set and the timeout are valid for the call; a null
+        // siginfo pointer is allowed (the details are not wanted).
+        match unsafe { libc::sigtimedwait(&self.0, std::ptr::null_mut(), &ts) } {
+            libc::SIGINT => Some("SIGINT"),
+            libc::SIGTERM => Some("SIGTERM"),
+            _ => None, // the timeout, or EINTR
+        }
+    }
+}
+
+/// `--listen`: serves on `addr` until SIGINT or SIGTERM, then writes the
+/// trace (if asked) and returns; an accept error ends it too, as an error.
+fn listen(
+    args: &Args,
+    rt: eevdf_rt::Runtime,
+    signals: &StopSignals,
+    addr: SocketAddr,
+    workers: usize,
+) -> Result<(), String> {
+    let listener = TcpListener::bind(addr).map_err(|e| format!("bind {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    println!(
+        "echo_server: listening on {local} ({workers} workers); Ctrl-C (SIGINT) or SIGTERM to stop"
+    );
+    let server = rt.spawn(move || serve(listener));
+    let signal = loop {
+        if server.is_finished() {
+            let e = match server.join() {
+                Ok(Err(e)) => format!("accept: {e}"),
+                _ => "the accept loop ended".to_string(),
+            };
+            args.trace.finish(&rt)?;
+            return Err(e);
+        }
+        if let Some(sig) = signals.wait(Duration::from_millis(100)) {
+            break sig;
+        }
+    };
+    println!("echo_server: {signal}: stopping the server");
+    args.trace.finish(&rt)?;
+    // Dropping the runtime unwinds the accept loop and the connections.
+    drop(rt);
+    Ok(())
 }
 
 // ---------------------------------------------------------------- clients
@@ -253,7 +329,7 @@ fn check(a: &Args) -> Result<(usize, Option<SocketAddr>), String> {
     cli::check_range("--clients", a.clients, 1..=10_000)?;
     cli::check_range("--requests", a.requests, 1..=100_000_000)?;
     cli::check_range("--size", a.size, 1..=MAX_SIZE)?;
-    Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
+    cli::check_features("--features", &a.features)?;
     a.trace.check()?;
     let addr = match a.listen.as_deref().or(a.connect.as_deref()) {
         None => None,
@@ -268,6 +344,11 @@ fn check(a: &Args) -> Result<(usize, Option<SocketAddr>), String> {
 }
 
 fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), String> {
+    // Before any thread starts, so that the runtime's threads inherit it.
+    let signals = match &args.listen {
+        Some(_) => Some(StopSignals::block().map_err(|e| format!("blocking SIGINT: {e}"))?),
+        None => None,
+    };
     let needs_runtime = args.connect.is_none() || !args.client_threads;
     let rt = if needs_runtime {
         Some(
@@ -285,15 +366,10 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
         args.trace.start(rt)?;
     }
 
-    if args.listen.is_some() {
+    if let Some(signals) = &signals {
         let addr = addr.expect("checked");
         let rt = rt.expect("the server needs a runtime");
-        let listener = TcpListener::bind(addr).map_err(|e| format!("bind {addr}: {e}"))?;
-        let local = listener.local_addr().map_err(|e| e.to_string())?;
-        println!("echo_server: listening on {local} ({workers} workers); Ctrl-C to stop");
-        return rt
-            .block_on(move || serve(listener))
-            .map_err(|e| format!("accept: {e}"));
+        return listen(args, rt, signals, addr, workers);
     }
 
     let (addr, server) = match (args.connect.is_some(), &rt) {

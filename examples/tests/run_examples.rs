@@ -351,12 +351,88 @@ fn echo_server() {
         ],
     );
     run_bad("echo_server", &["--size", "0"]);
+    // "" is the defaults, as everywhere else.
+    run_ok(
+        "echo_server",
+        &["--features", "", "--clients", "1", "--requests", "5"],
+    );
+    let err = run_bad("echo_server", &["--features", "BOGUS"]);
+    assert!(err.starts_with("echo_server: --features: "), "{err}");
     run_bad("echo_server", &["--clients", "many"]);
     run_bad("echo_server", &["--connect", "not an address"]);
     run_bad(
         "echo_server",
         &["--listen", "127.0.0.1:0", "--connect", "127.0.0.1:1"],
     );
+}
+
+/// `--listen` with `--trace`, stopped by SIGINT (as the help says) and by
+/// SIGTERM: exit 0 with the trace written; a failed bind leaves no file.
+#[test]
+fn echo_server_listen_stops_on_signals() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = std::env::temp_dir().join(format!("echo_server_listen_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.json");
+    let trace_arg = trace.to_str().unwrap();
+    let bin = examples_dir().join("echo_server");
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let _ = std::fs::remove_file(&trace);
+        let mut child = Command::new(&bin)
+            .args(["--listen", "127.0.0.1:0", "--workers", "1"])
+            .args(["--trace", trace_arg])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start echo_server --listen");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let addr = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in `{line}`"))
+            .to_string();
+        // One round trip, so the trace has task runs.
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(b"ping").unwrap();
+        let mut back = [0u8; 4];
+        s.read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"ping");
+        // SAFETY: kill has no memory arguments; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let t = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if t.elapsed().as_secs() >= 10 {
+                let _ = child.kill();
+                panic!("echo_server --listen did not stop on signal {signal}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut rest = String::new();
+        out.read_to_string(&mut rest).unwrap();
+        assert!(status.success(), "signal {signal}: {status:?}\n{rest}");
+        assert!(rest.contains("stopping the server"), "{rest}");
+        let json = std::fs::read_to_string(&trace).expect("the trace was written");
+        assert!(json.contains("\"ph\":\"X\""), "no task runs in the trace");
+    }
+    // A failed bind: an error, and no empty trace file left behind.
+    let _ = std::fs::remove_file(&trace);
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let o = run("echo_server", &["--listen", &addr, "--trace", trace_arg]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(!trace.exists(), "a failed bind left {}", trace.display());
+    // A bad --trace path: nothing created either.
+    let missing = dir.join("no-such-dir").join("t.json");
+    run_bad(
+        "echo_server",
+        &["--listen", &addr, "--trace", missing.to_str().unwrap()],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--connect` against an external echo server (std, on OS threads here).

@@ -93,7 +93,7 @@
 use clap::Parser;
 use eevdf_rt::compat::hyper::Timer as GreenTimer;
 use examples::hist::{self, fmt_ratio, fmt_us};
-use examples::work::{burn, Calibration};
+use examples::work::{burn, Calibration, Units};
 use examples::{cli, os, plot};
 use hdrhistogram::Histogram;
 use http_body_util::Full;
@@ -123,7 +123,8 @@ fn since_epoch(t: Instant) -> u64 {
 #[derive(Parser, Debug)]
 #[command(about = "A hyper HTTP/1.1 service on eevdf-rt (per-route slice and nice) vs tokio")]
 struct Args {
-    /// Measured seconds per phase, runtime and round
+    /// Measured seconds per phase, runtime and round (0.01 ..= 3600); the
+    /// rates are over the time each phase actually took
     #[arg(long, default_value = "1", value_parser = cli::parse_secs)]
     duration: Duration,
     /// Rounds: each runtime runs this many times, interleaved (ABBA); the table shows medians
@@ -141,10 +142,11 @@ struct Args {
     /// Mixed phase: keep-alive clients on the heavy route, back to back
     #[arg(long, default_value_t = 4)]
     heavy_clients: usize,
-    /// CPU work per heavy request, µs
+    /// CPU work per heavy request, µs (1 ..= 1000000): exactly this much, in
+    /// units of --heavy-unit-us and a shorter last unit for any remainder
     #[arg(long, default_value_t = 2000.0)]
     heavy_us: f64,
-    /// Heavy work between two yield points, µs
+    /// Heavy work between two yield points, µs (1 ..= --heavy-us)
     #[arg(long, default_value_t = 50.0)]
     heavy_unit_us: f64,
     /// eevdf-rt: the latency route's slice, µs (100 ..= 100000)
@@ -170,8 +172,9 @@ struct Args {
     /// more allowed CPUs than --workers)
     #[arg(long)]
     split_cpus: bool,
-    /// Draw the latency route's percentiles (mixed phase) and the throughput to this SVG file
-    #[arg(long)]
+    /// Draw the latency route's percentiles (mixed phase) and the throughput to
+    /// this SVG file (the path is checked before the run)
+    #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
     /// With --trace, the eevdf-rt side's mixed phase of the last round is traced.
     #[command(flatten)]
@@ -191,6 +194,7 @@ impl Args {
         )?;
         cli::check_range("--heavy-us", self.heavy_us, 1.0..=1e6)?;
         cli::check_range("--heavy-unit-us", self.heavy_unit_us, 1.0..=1e6)?;
+        self.heavy_units()?;
         cli::check_range("--latency-slice-us", self.latency_slice_us, 100..=100_000)?;
         cli::check_range("--heavy-nice", self.heavy_nice, -20..=19)?;
         cli::optional_slice_us("--heavy-slice-us", self.heavy_slice_us)?;
@@ -212,9 +216,24 @@ impl Args {
             }
         }
         cli::check_range("--idle-spin-us", self.idle_spin_us, 0..=1_000_000)?;
-        eevdf_rt::sched::Features::parse(&self.features).map_err(|e| format!("--features: {e}"))?;
+        cli::check_features("--features", &self.features)?;
         self.trace.check()?;
+        if let Some(path) = &self.plot {
+            cli::check_output_file("--plot", path)?;
+        }
         Ok(())
+    }
+
+    /// `--heavy-us` cut into `--heavy-unit-us` units (the last one shorter
+    /// if the unit does not divide the work); a unit larger than the work
+    /// is refused.
+    fn heavy_units(&self) -> Result<Units, String> {
+        Units::split(self.heavy_us, self.heavy_unit_us).ok_or_else(|| {
+            format!(
+                "--heavy-unit-us {} is larger than --heavy-us {} (a unit is at most the whole request)",
+                self.heavy_unit_us, self.heavy_us
+            )
+        })
     }
 }
 
@@ -222,9 +241,11 @@ impl Args {
 
 /// What the service needs to know, shared by every connection.
 struct Service {
-    /// Heavy work: units per request and iterations per unit.
+    /// Heavy work: whole units per request, iterations per unit, and the
+    /// iterations of a shorter last unit (0: none).
     heavy_units: u64,
     unit_iters: u64,
+    last_unit_iters: u64,
     latency_slice: Duration,
     heavy_nice: i32,
     /// `None`: the runtime's base slice.
@@ -293,8 +314,13 @@ async fn handle(
                 route_class(svc.heavy_nice, svc.heavy_slice);
             }
             let mut acc = 0u64;
-            for _ in 0..svc.heavy_units {
-                acc ^= burn(svc.unit_iters);
+            let units = svc.heavy_units + u64::from(svc.last_unit_iters > 0);
+            for u in 0..units {
+                acc ^= burn(if u < svc.heavy_units {
+                    svc.unit_iters
+                } else {
+                    svc.last_unit_iters
+                });
                 match side {
                     Side::Green => eevdf_rt::preempt_point(),
                     Side::Tokio => tokio::task::yield_now().await,
@@ -510,6 +536,10 @@ struct Phase {
     /// client thread's wakeup).
     server: Option<Histogram<u64>>,
     heavy: u64,
+    /// How long the phase's clients ran: from the first one's start to the
+    /// last one's end (its last response comes after the deadline). Rates
+    /// are over this.
+    window: Duration,
 }
 
 /// The CPUs of the load generator: with `--split-cpus`, the allowed CPUs
@@ -533,7 +563,8 @@ fn pin_generator(cpus: &[usize], i: usize) -> Result<(), String> {
 
 /// Throughput phase: `clients` connections back to back for `d`.
 fn throughput(addr: SocketAddr, clients: usize, d: Duration, cpus: &Arc<[usize]>) -> Phase {
-    let end = Instant::now() + d;
+    let t0 = Instant::now();
+    let end = t0 + d;
     let hs: Vec<_> = (0..clients)
         .map(|c| {
             let cpus = cpus.clone();
@@ -560,13 +591,15 @@ fn throughput(addr: SocketAddr, clients: usize, d: Duration, cpus: &Arc<[usize]>
             Err(e) => p.errors.push(e),
         }
     }
+    p.window = t0.elapsed();
     p
 }
 
 /// Mixed phase: heavy clients back to back, latency clients paced.
 fn mixed(addr: SocketAddr, args: &Args, cpus: &Arc<[usize]>) -> Phase {
     let d = args.duration;
-    let start = Instant::now() + Duration::from_millis(50);
+    let t0 = Instant::now();
+    let start = t0 + Duration::from_millis(50);
     let end = start + d;
     let period = Duration::from_micros(args.latency_interval_us);
     let heavy_clients = args.heavy_clients;
@@ -668,6 +701,8 @@ fn mixed(addr: SocketAddr, args: &Args, cpus: &Arc<[usize]>) -> Phase {
     p.send_lag = Some(hist::merge(&lags));
     p.from_send = Some(hist::merge(&from_sends));
     p.server = Some(hist::merge(&servers));
+    // The heavy clients start at once, not at `start`.
+    p.window = t0.elapsed();
     p
 }
 
@@ -737,9 +772,8 @@ fn run_side(
         ));
     }
     server.stop();
-    r.rps.push(t.responses as f64 / args.duration.as_secs_f64());
-    r.heavy_rps
-        .push(m.heavy as f64 / args.duration.as_secs_f64());
+    r.rps.push(t.responses as f64 / t.window.as_secs_f64());
+    r.heavy_rps.push(m.heavy as f64 / m.window.as_secs_f64());
     r.responses += t.responses + m.responses + m.heavy;
     r.errors.extend(t.errors);
     r.errors.extend(m.errors);
@@ -765,21 +799,34 @@ fn run_side(
 
 fn run(args: &Args) -> Result<bool, String> {
     let cal = Calibration::measure();
-    let units = (args.heavy_us / args.heavy_unit_us).round().max(1.0) as u64;
+    let units = args.heavy_units()?;
     let svc = Arc::new(Service {
-        heavy_units: units,
-        unit_iters: cal.iters_for_us(args.heavy_unit_us),
+        heavy_units: units.full,
+        unit_iters: cal.iters_for_us(units.unit_us),
+        last_unit_iters: if units.rest_us > 0.0 {
+            cal.iters_for_us(units.rest_us)
+        } else {
+            0
+        },
         latency_slice: Duration::from_micros(args.latency_slice_us),
         heavy_nice: args.heavy_nice,
         heavy_slice: cli::optional_slice_us("--heavy-slice-us", args.heavy_slice_us)?,
     });
+    let heavy_desc = if units.rest_us > 0.0 {
+        format!(
+            "{} × {} µs + {} µs",
+            units.full, units.unit_us, units.rest_us
+        )
+    } else {
+        format!("{} × {} µs", units.full, units.unit_us)
+    };
     let heavy_slice = match args.heavy_slice_us {
         0 => "the base slice".to_string(),
         us => format!("a {us} µs slice"),
     };
     println!(
         "http_service: hyper http1, {} workers, {} rounds × {:?} per phase; {} keep-alive clients; \
-         mixed: /latency every {} µs per client beside {} /heavy clients ({} × {} µs, nice {} and {heavy_slice} on eevdf-rt); \
+         mixed: /latency every {} µs per client beside {} /heavy clients ({} µs: {}, nice {} and {heavy_slice} on eevdf-rt); \
          latency route slice {} µs on eevdf-rt",
         args.workers,
         args.rounds,
@@ -787,8 +834,8 @@ fn run(args: &Args) -> Result<bool, String> {
         args.clients,
         args.latency_interval_us,
         args.heavy_clients,
-        units,
-        args.heavy_unit_us,
+        units.total_us(),
+        heavy_desc,
         args.heavy_nice,
         args.latency_slice_us
     );

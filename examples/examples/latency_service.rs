@@ -98,11 +98,11 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(about = "Request latency beside batch work: eevdf-rt (short slices, nice) vs tokio")]
 struct Args {
-    /// Measured seconds per runtime and round (after the warm-up)
+    /// Measured seconds per runtime and round, after the warm-up (0.01 ..= 3600)
     #[arg(long, default_value = "1", value_parser = cli::parse_secs)]
     duration: Duration,
-    /// Warm-up seconds per runtime and round (not measured)
-    #[arg(long, default_value = "0.2", value_parser = cli::parse_secs)]
+    /// Warm-up seconds per runtime and round (not measured; 0 ..= 3600, 0 = none)
+    #[arg(long, default_value = "0.2", value_parser = cli::parse_warmup_secs)]
     warmup: Duration,
     /// Rounds: each runtime runs this many times, interleaved (ABBA), results summed
     #[arg(long, default_value_t = 3)]
@@ -141,13 +141,13 @@ struct Args {
     #[arg(long, default_value_t = 50.0)]
     batch_unit_us: f64,
     /// eevdf-rt scheduler features, sched_features syntax ("NO_PREEMPT_SHORT,TICK_ELIGIBLE";
-    /// "kernel": the kernel's defaults)
+    /// "" or "default": the defaults; "kernel": the kernel's defaults)
     #[arg(long, default_value = "")]
     features: String,
     /// With --trace, the eevdf-rt side's last round is traced (warm-up included).
     #[command(flatten)]
     trace: cli::TraceOpt,
-    /// I/O driver: auto (io_uring if the kernel allows it), uring or epoll
+    /// eevdf-rt: the I/O driver: auto (io_uring if the kernel allows it), uring or epoll
     #[arg(long, default_value = "auto", value_name = "auto|uring|epoll", value_parser = cli::parse_io)]
     io: eevdf_rt::io::IoDriver,
     /// Leave both runtimes' worker threads unpinned (by default each runtime
@@ -155,14 +155,16 @@ struct Args {
     /// to tokio's workers too so that both meet the same kernel placement)
     #[arg(long)]
     no_pin: bool,
-    /// Which runtimes to run
+    /// Which runtimes to run (the options marked eevdf-rt, --trace and --io
+    /// are refused with `tokio` alone)
     #[arg(long, value_enum, default_value_t = Which::Both)]
     runtime: Which,
     /// How requests reach the handlers: in-memory channels, or one loopback
     /// TCP connection per handler (through each runtime's I/O reactor)
     #[arg(long, value_enum, default_value_t = Transport::Channel)]
     transport: Transport,
-    /// Write an SVG plot: latency percentiles per runtime (log scale) and batch throughput
+    /// Write an SVG plot: latency percentiles per runtime (log scale) and batch
+    /// throughput (the path is checked before the run)
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
 }
@@ -178,6 +180,33 @@ enum Which {
     Both,
     Green,
     Tokio,
+}
+
+/// The options that only the eevdf-rt side reads (clap ids): refused when
+/// `--runtime tokio` leaves nothing to apply them to.
+const GREEN_ONLY: [&str; 9] = [
+    "handler_slice_us",
+    "handler_nice",
+    "tick_us",
+    "batch_nice",
+    "batch_slice_us",
+    "features",
+    "trace",
+    "trace_capacity",
+    "io",
+];
+
+/// Refuses options that would be silently ignored by the runtimes chosen.
+fn check_sides(a: &Args, m: &clap::ArgMatches) -> Result<(), String> {
+    if a.runtime == Which::Tokio {
+        if let Some(o) = cli::first_given(m, &GREEN_ONLY) {
+            return Err(format!(
+                "{o} sets the eevdf-rt side, which --runtime tokio does not run: \
+                 use --runtime green or both"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The workload, validated, in the units the runtimes use.
@@ -240,8 +269,11 @@ impl Plan {
         let batch_slice = cli::optional_slice_us("--batch-slice-us", a.batch_slice_us)?;
         let tick =
             Duration::from_micros(cli::check_range("--tick-us", a.tick_us, 100..=1_000_000)?);
-        Features::parse(&a.features).map_err(|e| format!("--features: {e}"))?;
+        cli::check_features("--features", &a.features)?;
         a.trace.check()?;
+        if let Some(path) = &a.plot {
+            cli::check_output_file("--plot", path)?;
+        }
         let cal = Calibration::measure();
         Ok(Plan {
             workers,
@@ -718,7 +750,10 @@ fn run_tokio(plan: &Plan) -> Result<Outcome, String> {
 }
 
 fn main() -> ExitCode {
-    let args: Args = cli::parse();
+    let (args, matches) = cli::parse_with_matches::<Args>();
+    if let Err(e) = check_sides(&args, &matches) {
+        return cli::usage_error("latency_service", e);
+    }
     let plan = match Plan::from_args(&args) {
         Ok(p) => p,
         Err(e) => return cli::usage_error("latency_service", e),
@@ -810,7 +845,9 @@ fn print_header(args: &Args, plan: &Plan) {
     if load >= plan.workers as f64 {
         println!("  warning: requests alone need more CPU than the workers have; latency will grow without bound");
     }
-    println!(
+    let (green, tokio) = (args.runtime != Which::Tokio, args.runtime != Which::Green);
+    if green {
+        println!(
         "  eevdf-rt: handlers slice {}, nice {}; batch slice {}, nice {}, preempt_point() between units; tick {} µs; features {}",
         plan.handler_slice
             .map_or("base".to_string(), |s| format!("{} µs", s.as_micros())),
@@ -823,16 +860,24 @@ fn print_header(args: &Args, plan: &Plan) {
             .map(|f| f.diff_from_default())
             .unwrap_or_default(),
     );
+    }
+    if tokio {
+        println!(
+            "  tokio:    multi-thread, {} workers, yield_now().await between units",
+            plan.workers
+        );
+    }
     println!(
-        "  tokio:    multi-thread, {} workers, yield_now().await between units",
-        plan.workers
-    );
-    println!(
-        "  workers:  {} (both runtimes)",
+        "  workers:  {}{}",
         if plan.pin {
             "pinned one per CPU"
         } else {
             "unpinned"
+        },
+        if green && tokio {
+            " (both runtimes)"
+        } else {
+            ""
         }
     );
     // Probe on a scratch thread: the slice must not leak into threads

@@ -15,6 +15,26 @@ pub fn parse<P: clap::Parser>() -> P {
     P::try_parse().unwrap_or_else(|e| e.exit())
 }
 
+/// Parses like [`parse`] and also returns clap's matches, which tell an
+/// option given on the command line from its default (see [`first_given`]).
+pub fn parse_with_matches<P: clap::Parser>() -> (P, clap::ArgMatches) {
+    let m = P::command().try_get_matches().unwrap_or_else(|e| e.exit());
+    let p = P::from_arg_matches(&m).unwrap_or_else(|e| e.format(&mut P::command()).exit());
+    (p, m)
+}
+
+/// The first of the options `ids` (clap's ids: the field names, such as
+/// `handler_nice`) given on the command line, spelled as an option
+/// (`--handler-nice`); `None` if all kept their defaults.
+pub fn first_given(m: &clap::ArgMatches, ids: &[&str]) -> Option<String> {
+    ids.iter()
+        .find(|id| {
+            m.try_get_raw(id).is_ok()
+                && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .map(|id| format!("--{}", id.replace('_', "-")))
+}
+
 /// An input error: prints `NAME: MSG` to stderr and returns exit status 2.
 pub fn usage_error(example: &str, msg: impl Display) -> ExitCode {
     eprintln!("{example}: {msg}");

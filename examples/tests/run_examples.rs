@@ -322,6 +322,61 @@ fn latency_service() {
     run_bad("latency_service", &["--handler-slice-us", "5"]);
     run_bad("latency_service", &["--duration", "-1"]);
     run_bad("latency_service", &["--bogus"]);
+    run_bad("latency_service", &["--duration", "1e-9"]);
+}
+
+/// `--runtime tokio` refuses the options only eevdf-rt reads (instead of
+/// ignoring them, or writing an empty trace), and its header has no
+/// eevdf-rt line; a bad --plot path fails before the run.
+#[test]
+fn latency_service_options_match_the_runtimes() {
+    let dir = std::env::temp_dir().join(format!("latency_service_opts_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.json");
+    for extra in [
+        &["--trace", trace.to_str().unwrap()][..],
+        &["--features", "NO_PREEMPT_SHORT"],
+        &["--handler-nice", "0"],
+        &["--handler-slice-us", "200"],
+        &["--tick-us", "500"],
+        &["--batch-nice", "0"],
+        &["--io", "epoll"],
+    ] {
+        let mut args = vec!["--runtime", "tokio"];
+        args.extend_from_slice(extra);
+        let err = run_bad("latency_service", &args);
+        assert!(
+            err.contains(&format!("{} sets the eevdf-rt side", extra[0]))
+                && err.contains("use --runtime green or both"),
+            "{err}"
+        );
+    }
+    assert!(!trace.exists(), "an empty trace was left behind");
+    let out = run_ok(
+        "latency_service",
+        &[
+            "--runtime",
+            "tokio",
+            "--rounds",
+            "1",
+            "--duration",
+            "0.05",
+            "--warmup",
+            "0",
+            "--rate",
+            "1000",
+            "--batch-jobs",
+            "1",
+        ],
+    );
+    assert!(
+        !out.contains("eevdf-rt:"),
+        "an eevdf-rt line for tokio alone:\n{out}"
+    );
+    assert!(out.contains("tokio:"), "{out}");
+    let err = run_bad("latency_service", &["--plot", "/nonexistent-dir/l.svg"]);
+    assert!(err.contains("--plot /nonexistent-dir/l.svg"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -581,6 +636,8 @@ fn http_service() {
             "2",
             "--heavy-us",
             "500",
+            "--heavy-unit-us",
+            "300",
             "--plot",
             svg.to_str().unwrap(),
             "--trace",
@@ -590,6 +647,8 @@ fn http_service() {
         ],
     );
     assert!(out.contains("eevdf-rt: all"), "{out}");
+    // 500 µs in 300 µs units: one whole unit and a shorter last one.
+    assert!(out.contains("(500 µs: 1 × 300 µs + 200 µs"), "{out}");
     assert!(out.contains("tokio: all"), "{out}");
     assert!(out.contains("responses correct"), "{out}");
     assert!(out.contains("clients' send lag p99"), "{out}");
@@ -610,6 +669,20 @@ fn http_service() {
     run_bad("http_service", &["--clients", "many"]);
     run_bad("http_service", &["--bogus"]);
     run_bad("http_service", &["--split-cpus", "--no-pin"]);
+    // Rates over a nanosecond are not measurements.
+    run_bad("http_service", &["--rounds", "1", "--duration", "1e-9"]);
+    // A unit larger than the whole heavy request.
+    let err = run_bad(
+        "http_service",
+        &["--heavy-us", "10", "--heavy-unit-us", "5000"],
+    );
+    assert!(
+        err.contains("--heavy-unit-us 5000 is larger than --heavy-us 10"),
+        "{err}"
+    );
+    // Output paths are checked before the run.
+    let err = run_bad("http_service", &["--plot", "/nonexistent-dir/x.svg"]);
+    assert!(err.contains("--plot /nonexistent-dir/x.svg"), "{err}");
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     run_bad(
         "http_service",

@@ -11,7 +11,7 @@
 //! The workload (all green threads, nice 0, base slice):
 //!
 //! * **ping-pong pairs** (`--pairs`): two green threads pinned to
-//!   different workers hand a token back and forth through two futex words
+//!   different workers (the same one with `--workers 1`) hand a token back and forth through two futex words
 //!   (schbench's post/wait protocol on `eevdf_rt::sync::Futex`). Every
 //!   hand-off is a cross-worker wakeup — through the target's wakelist
 //!   (TTWU_QUEUE) or inline under its run-queue lock — and its latency is
@@ -42,7 +42,10 @@
 //! Each set runs on a fresh runtime (so counters start at zero and no
 //! delayed state leaks from one set into the next); with `--rounds N` the
 //! sets are interleaved N times, to spread machine noise evenly, and each
-//! column sums its rounds.
+//! column sums its rounds. Two sets that come to the same switches
+//! (`"default;default"`) are refused. `--trace FILE` traces each set's
+//! first round into its own file (`FILE-1.json`, `FILE-2.json`, … with
+//! several sets); the header lists which file holds which set.
 
 use clap::Parser;
 use eevdf_rt::sched::Features;
@@ -61,17 +64,18 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(about = "Run one workload under several scheduler feature sets and compare")]
 struct Args {
-    /// Feature sets, ';'-separated, each in sched_features syntax ("default" = the defaults)
+    /// Feature sets, ';'-separated, each in sched_features syntax ("default" = the
+    /// defaults); no two may come to the same switches
     #[arg(
         long,
         default_value = "default;NO_DELAY_DEQUEUE;NO_RUN_TO_PARITY;NO_TTWU_QUEUE;NO_TTWU_QUEUE_DELAYED"
     )]
     sets: String,
-    /// Measured seconds per set and round
+    /// Measured seconds per set and round (0.01 ..= 3600)
     #[arg(long, default_value = "0.5", value_parser = cli::parse_secs)]
     duration: Duration,
-    /// Warm-up seconds per set and round
-    #[arg(long, default_value = "0.1", value_parser = cli::parse_secs)]
+    /// Warm-up seconds per set and round (0 ..= 3600, 0 = none)
+    #[arg(long, default_value = "0.1", value_parser = cli::parse_warmup_secs)]
     warmup: Duration,
     /// Times to run every set (interleaved)
     #[arg(long, default_value_t = 1)]
@@ -79,7 +83,7 @@ struct Args {
     /// Worker threads [default: the CPUs available, at least 2]
     #[arg(long)]
     workers: Option<usize>,
-    /// Ping-pong pairs, each across two workers [default: 2 per worker]
+    /// Ping-pong pairs, each across two workers (on one with --workers 1) [default: 2 per worker]
     #[arg(long)]
     pairs: Option<usize>,
     /// Periodic sleepers [default: 2 per worker]
@@ -119,8 +123,11 @@ struct Set {
     spec: String,
 }
 
-/// Parses `--sets`: ';'-separated specs, each validated.
+/// Parses `--sets`: ';'-separated specs, each validated; two specs that
+/// come to the same switches are refused (they would give two columns of
+/// the same experiment).
 fn parse_sets(s: &str) -> Result<Vec<Set>, String> {
+    let mut seen: Vec<(Features, String)> = Vec::new();
     let sets: Vec<Set> = s
         .split(';')
         .map(str::trim)
@@ -131,12 +138,18 @@ fn parse_sets(s: &str) -> Result<Vec<Set>, String> {
             } else {
                 p.to_string()
             };
-            Features::parse(&spec)
-                .map(|_| Set {
-                    label: p.to_string(),
-                    spec,
-                })
-                .map_err(|e| format!("--sets: `{p}`: {e}"))
+            let f = Features::parse(&spec).map_err(|e| format!("--sets: `{p}`: {e}"))?;
+            if let Some((_, first)) = seen.iter().find(|(g, _)| *g == f) {
+                return Err(format!(
+                    "--sets: `{first}` and `{p}` are the same feature set ({}); give each set once",
+                    f.diff_from_default()
+                ));
+            }
+            seen.push((f, p.to_string()));
+            Ok(Set {
+                label: p.to_string(),
+                spec,
+            })
         })
         .collect::<Result<_, _>>()?;
     if sets.is_empty() {
@@ -393,16 +406,29 @@ fn main() -> ExitCode {
         Err(e) => return cli::usage_error("feature_ab", e),
     };
     println!(
-        "feature_ab: {} workers; {} ping-pong pairs across workers, {} sleepers ({} µs), {} CPU hogs (50 µs units); \
+        "feature_ab: {} workers; {} ping-pong pairs {}, {} sleepers ({} µs), {} CPU hogs (50 µs units); \
          {:.2} s per set × {} round(s), fresh runtime per set",
         mix.workers,
         mix.pairs,
+        if mix.workers > 1 {
+            "across workers"
+        } else {
+            "on the one worker"
+        },
         mix.sleepers,
         mix.sleep.as_micros(),
         mix.hogs,
         mix.duration.as_secs_f64(),
         args.rounds,
     );
+    if args.trace.trace.is_some() {
+        println!("--trace: the measured phase of round 1 of each set:");
+        for (i, set) in sets.iter().enumerate() {
+            if let Some(p) = trace_for(&args.trace, i, sets.len()).trace {
+                println!("  {:<24} -> {}", set.label, p.display());
+            }
+        }
+    }
     let mut results: Vec<Option<Measured>> = vec![None; sets.len()];
     for round in 0..args.rounds {
         for (i, (set, acc)) in sets.iter().zip(results.iter_mut()).enumerate() {
@@ -437,7 +463,9 @@ fn check(a: &Args) -> Result<(Vec<Set>, Mix), String> {
         1..=eevdf_rt::MAX_WORKERS,
     )?;
     cli::check_range("--rounds", a.rounds, 1..=100)?;
-    trace_for(&a.trace, 0, sets.len()).check()?;
+    for i in 0..sets.len() {
+        trace_for(&a.trace, i, sets.len()).check()?;
+    }
     let pairs = cli::check_range("--pairs", a.pairs.unwrap_or(2 * workers), 0..=10_000)?;
     let sleepers = cli::check_range("--sleepers", a.sleepers.unwrap_or(2 * workers), 0..=10_000)?;
     let hogs = cli::check_range("--hogs", a.hogs.unwrap_or(workers), 0..=10_000)?;

@@ -536,6 +536,58 @@ fn feature_ab() {
         &["--pairs", "0", "--sleepers", "0", "--hogs", "0"],
     );
     run_bad("feature_ab", &["--rounds", "0"]);
+    // Two columns of the same experiment.
+    for sets in [
+        "default;default",
+        "default;HRTICK",
+        "NO_DELAY_DEQUEUE;no_delay_dequeue",
+    ] {
+        let err = run_bad("feature_ab", &["--sets", sets]);
+        assert!(err.contains("are the same feature set"), "{sets}: {err}");
+    }
+    run_bad("feature_ab", &["--sets", "default", "--duration", "1e-9"]);
+}
+
+/// No warm-up, one worker (described as such), and with several sets and
+/// --trace the header says which file holds which set.
+#[test]
+fn feature_ab_trace_files_and_one_worker() {
+    let dir = std::env::temp_dir().join(format!("feature_ab_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.json");
+    let out = run_ok(
+        "feature_ab",
+        &[
+            "--workers",
+            "1",
+            "--warmup",
+            "0",
+            "--duration",
+            "0.02",
+            "--pairs",
+            "1",
+            "--sleepers",
+            "1",
+            "--hogs",
+            "1",
+            "--sets",
+            "default;NO_DELAY_DEQUEUE",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+    );
+    assert!(out.contains("1 ping-pong pairs on the one worker"), "{out}");
+    for (set, file) in [("default", "t-1.json"), ("NO_DELAY_DEQUEUE", "t-2.json")] {
+        let path = dir.join(file);
+        let line = format!("{set} -> {}", path.display());
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == line),
+            "no `{line}` in:\n{out}"
+        );
+        assert!(path.exists(), "{} not written", path.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

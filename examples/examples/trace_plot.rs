@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(about = "Draw the first milliseconds of a scheduling trace as an SVG timeline")]
 struct Args {
-    /// SVG file to draw
+    /// SVG file to draw (must end in .svg; checked, like --json, before the run)
     #[arg(long, value_name = "FILE.svg", default_value = "trace-timeline.svg")]
     svg: std::path::PathBuf,
     /// Milliseconds of the trace to draw (1 ..= 1000)
@@ -103,9 +103,19 @@ fn run(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks the options before anything runs.
+fn check(args: &Args) -> Result<(), String> {
+    cli::check_range("--window-ms", args.window_ms, 1..=1000)?;
+    cli::check_output_file_ext("--svg", &args.svg, "svg")?;
+    if let Some(path) = &args.json {
+        cli::check_output_file("--json", path)?;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Args = cli::parse();
-    if let Err(e) = cli::check_range("--window-ms", args.window_ms, 1..=1000) {
+    if let Err(e) = check(&args) {
         return cli::usage_error("trace_plot", e);
     }
     match run(&args) {

@@ -590,6 +590,48 @@ fn feature_ab_trace_files_and_one_worker() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// trace_plot: output paths and the SVG's extension are checked before
+/// the run, so a bad --json does not come after the SVG was written.
+#[test]
+fn trace_plot() {
+    let dir = std::env::temp_dir().join(format!("trace_plot_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("t.svg");
+    let json = dir.join("t.json");
+    let out = run_ok(
+        "trace_plot",
+        &[
+            "--window-ms",
+            "2",
+            "--svg",
+            svg.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.contains("timeline written"), "{out}");
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    assert!(json.exists());
+    let png = dir.join("t.png");
+    let err = run_bad("trace_plot", &["--svg", png.to_str().unwrap()]);
+    assert!(err.contains("must end in .svg"), "{err}");
+    assert!(!png.exists());
+    run_bad("trace_plot", &["--svg", "/nonexistent-dir/x.svg"]);
+    let svg2 = dir.join("u.svg");
+    run_bad(
+        "trace_plot",
+        &[
+            "--svg",
+            svg2.to_str().unwrap(),
+            "--json",
+            "/nonexistent-dir/x.json",
+        ],
+    );
+    assert!(!svg2.exists(), "the SVG was written before --json failed");
+    run_bad("trace_plot", &["--window-ms", "0"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn stuck() {
     let out = run_ok(

@@ -16,6 +16,7 @@
 //! a million stacks into it.
 
 use clap::Parser;
+use examples::cli;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,13 +35,18 @@ struct Args {
     /// switches) to stderr.
     #[arg(long)]
     stats: bool,
-    /// Scheduler features (`sched_features` syntax, e.g. `NO_SPAWN_LOCAL`).
+    /// Scheduler features (`sched_features` syntax, e.g. `NO_SPAWN_LOCAL`; ""
+    /// or `default`: the defaults).
     #[arg(long, default_value = "default")]
     features: String,
 }
 
 fn main() {
-    let a = Args::parse();
+    let a: Args = cli::parse();
+    if let Err(e) = cli::check_features("--features", &a.features) {
+        eprintln!("parked: {e}");
+        std::process::exit(2);
+    }
     let rt = match eevdf_rt::Builder::new()
         .workers(a.workers.into())
         .features(&a.features)
@@ -48,8 +54,8 @@ fn main() {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("runtime: {e}");
-            std::process::exit(2);
+            eprintln!("parked: runtime: {e}");
+            std::process::exit(1);
         }
     };
     let n = a.threads as usize;
@@ -109,7 +115,7 @@ fn main() {
             }
         }
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("parked: {e}");
             std::process::exit(1);
         }
     }

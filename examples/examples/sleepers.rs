@@ -11,9 +11,14 @@
 //! measurement runs in a fresh child process (this binary re-executed with
 //! `--child eevdf|tokio`); the parent interleaves the backends for
 //! `--rounds` rounds and prints each round and the medians. The child
-//! prints one line, `wall_ms=… hwm_kib=…`.
+//! prints one line, `wall_ms=… hwm_kib=…`. `--features` and `--stats`
+//! apply to the eevdf-rt side only (the parent passes them to its eevdf
+//! children and prints their counters after each round with `--stats`);
+//! a spawn that fails (memory, mappings) ends the run with the spawn's
+//! error, like `parked`.
 
 use clap::Parser;
+use examples::cli;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -36,24 +41,44 @@ struct Args {
     /// Run one measurement in this process: `eevdf` or `tokio` (used by the parent).
     #[arg(long)]
     child: Option<String>,
-    /// eevdf-rt scheduler features (`sched_features` syntax, e.g. `NO_SPAWN_SPILL`).
+    /// eevdf-rt scheduler features (`sched_features` syntax, e.g. `NO_SPAWN_SPILL`;
+    /// "" or `default`: the defaults); not with `--child tokio`.
     #[arg(long, default_value = "default")]
     features: String,
-    /// With `--child eevdf`: also print the runtime's per-worker counters to stderr.
+    /// Also print eevdf-rt's per-worker counters to stderr (after each round,
+    /// or from `--child eevdf`); not with `--child tokio`.
     #[arg(long)]
     stats: bool,
 }
 
 fn main() {
-    let args = Args::parse();
+    let (args, matches) = cli::parse_with_matches::<Args>();
+    if let Err(e) = check(&args, &matches) {
+        eprintln!("sleepers: {e}");
+        std::process::exit(2);
+    }
     match args.child.as_deref() {
         Some("eevdf") => child(run_eevdf(&args)),
-        Some("tokio") => child(run_tokio(&args)),
-        Some(other) => {
-            eprintln!("--child: unknown backend {other:?} (eevdf | tokio)");
-            std::process::exit(2);
-        }
+        Some(_) => child(run_tokio(&args)),
         None => parent(&args),
+    }
+}
+
+/// Checks the options before anything runs (the parent's, so that a bad
+/// one is reported once, before the banner).
+fn check(a: &Args, m: &clap::ArgMatches) -> Result<(), String> {
+    cli::check_features("--features", &a.features)?;
+    match a.child.as_deref() {
+        None | Some("eevdf") => Ok(()),
+        Some("tokio") => match cli::first_given(m, &["features", "stats"]) {
+            Some(o) => Err(format!(
+                "{o} applies to the eevdf-rt backend, not to --child tokio"
+            )),
+            None => Ok(()),
+        },
+        Some(other) => Err(format!(
+            "--child: unknown backend {other:?} (eevdf | tokio)"
+        )),
     }
 }
 
@@ -73,21 +98,32 @@ fn run_eevdf(a: &Args) -> Duration {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("runtime: {e}");
-            std::process::exit(2);
+            eprintln!("sleepers: runtime: {e}");
+            std::process::exit(1);
         }
     };
     let (n, d) = (a.tasks, Duration::from_millis(a.sleep_ms));
     let start = Instant::now();
-    rt.block_on(move || {
-        let hs: Vec<_> = (0..n)
-            .map(|_| eevdf_rt::spawn(move || eevdf_rt::sleep(d)))
-            .collect();
-        for h in hs {
-            h.join().expect("sleeper");
+    // The fallible spawn: running out of memory or mappings is reported
+    // as the spawn's error (exit 1), as in `parked`, not a panic.
+    let r = rt.block_on(move || {
+        let mut hs = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            match eevdf_rt::task::Builder::new().spawn(move || eevdf_rt::sleep(d)) {
+                Ok(h) => hs.push(h),
+                Err(e) => return Err(format!("spawn #{i} failed: {e}")),
+            }
         }
+        for h in hs {
+            h.join().map_err(|_| "a sleeper panicked".to_string())?;
+        }
+        Ok(())
     });
     let wall = start.elapsed();
+    if let Err(e) = r {
+        eprintln!("sleepers: {e}");
+        std::process::exit(1);
+    }
     if a.stats {
         for (i, w) in rt.stats().workers.iter().enumerate() {
             eprintln!("worker {i}: {w:?}");
@@ -116,7 +152,13 @@ fn run_tokio(a: &Args) -> Duration {
 }
 
 fn parent(a: &Args) {
-    let exe = std::env::current_exe().expect("own path");
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("sleepers: own path: {e}");
+            std::process::exit(1);
+        }
+    };
     let mut res: [Vec<(f64, u64)>; 2] = [Vec::new(), Vec::new()];
     println!(
         "{} tasks sleep {} ms then are joined, {} workers, {} rounds",
@@ -124,18 +166,28 @@ fn parent(a: &Args) {
     );
     for round in 1..=a.rounds {
         for (i, b) in ["eevdf", "tokio"].iter().enumerate() {
-            let out = Command::new(&exe)
-                .args(["--child", b])
+            let mut cmd = Command::new(&exe);
+            cmd.args(["--child", b])
                 .args(["--tasks", &a.tasks.to_string()])
                 .args(["--sleep-ms", &a.sleep_ms.to_string()])
-                .args(["--workers", &a.workers.to_string()])
-                .args(["--features", &a.features])
-                .output()
-                .expect("run child");
+                .args(["--workers", &a.workers.to_string()]);
+            if *b == "eevdf" {
+                cmd.args(["--features", &a.features]);
+                if a.stats {
+                    cmd.arg("--stats");
+                }
+            }
+            let out = match cmd.output() {
+                Ok(out) => out,
+                Err(e) => {
+                    eprintln!("sleepers: running the {b} child: {e}");
+                    std::process::exit(1);
+                }
+            };
             let text = String::from_utf8_lossy(&out.stdout);
             let (Some(w), Some(h)) = (field(&text, "wall_ms="), field(&text, "hwm_kib=")) else {
                 eprintln!(
-                    "{b} child failed ({}):\n{text}{}",
+                    "sleepers: {b} child failed ({}):\n{text}{}",
                     out.status,
                     String::from_utf8_lossy(&out.stderr)
                 );
@@ -146,6 +198,9 @@ fn parent(a: &Args) {
                 "round {round} {b:>5}: wall {w:8.1} ms  peak RSS {:8.1} MiB",
                 h / 1024.0
             );
+            if a.stats && *b == "eevdf" {
+                eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            }
             res[i].push((w, h as u64));
         }
     }

@@ -686,7 +686,8 @@ fn parked() {
     );
     run_bad("parked", &["--threads", "0"]);
     run_bad("parked", &["--workers", "0"]);
-    run_bad("parked", &["--features", "NO_SUCH_FEATURE"]);
+    let err = run_bad("parked", &["--features", "NO_SUCH_FEATURE"]);
+    assert!(err.starts_with("parked: --features: "), "{err}");
 }
 
 #[test]
@@ -707,8 +708,70 @@ fn sleepers() {
     run_bad("sleepers", &["--rounds", "0"]);
     run_bad("sleepers", &["--tasks", "0"]);
     run_bad("sleepers", &["--workers", "0"]);
-    run_bad("sleepers", &["--child", "nope"]);
-    run_bad("sleepers", &["--features", "NO_SUCH_FEATURE"]);
+    let err = run_bad("sleepers", &["--child", "nope"]);
+    assert!(err.starts_with("sleepers: --child: "), "{err}");
+    // Checked in the parent, before the banner.
+    let o = run("sleepers", &["--features", "NO_SUCH_FEATURE"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("sleepers: --features: "), "{err}");
+    assert!(stdout(&o).is_empty(), "a banner before the error");
+    // eevdf-rt's options are not silently ignored by the tokio child.
+    for extra in [&["--features", "NO_SPAWN_SPILL"][..], &["--stats"]] {
+        let mut args = vec!["--child", "tokio"];
+        args.extend_from_slice(extra);
+        let err = run_bad("sleepers", &args);
+        assert!(err.contains("applies to the eevdf-rt backend"), "{err}");
+    }
+    // --stats in the parent: the eevdf child's counters, after its round.
+    let o = run(
+        "sleepers",
+        &[
+            "--tasks",
+            "100",
+            "--sleep-ms",
+            "1",
+            "--rounds",
+            "1",
+            "--stats",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("worker 0: WorkerStats"));
+}
+
+/// Runs `name args` under a virtual-memory limit (`ulimit -v`, KiB).
+fn run_limited(kib: u64, name: &str, args: &[&str]) -> Output {
+    let bin = examples_dir().join(name);
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(&bin)
+        .args(args)
+        .output()
+        .expect("running sh")
+}
+
+/// Out of memory for stacks: sleepers reports the failed spawn and exits
+/// 1, as parked does, instead of panicking or aborting.
+#[test]
+fn spawn_failure_is_reported() {
+    for (name, args) in [
+        (
+            "sleepers",
+            &["--child", "eevdf", "--tasks", "2000000", "--sleep-ms", "0"][..],
+        ),
+        ("parked", &["--threads", "2000000"][..]),
+    ] {
+        let o = run_limited(600_000, name, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {:?}\n{err}", o.status);
+        assert!(
+            err.starts_with(&format!("{name}: spawn #")),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    }
 }
 
 #[test]

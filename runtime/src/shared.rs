@@ -146,6 +146,6 @@ impl Shared {
     #[inline]
     pub(crate) fn available_idle(&self, i: usize) -> bool {
         let w = &self.workers[i];
-        self.idle_mask.contains(i) && w.nr_running() == 0 && w.wakelist.is_empty()
+        self.idle_mask.contains(i) && w.nr_running() == 0 && w.wakelist().is_empty()
     }
 }

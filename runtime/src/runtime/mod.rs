@@ -294,7 +294,7 @@ impl Runtime {
                 w.idle().get(),
                 w.flags(),
                 w.nr_running(),
-                w.wakelist.is_empty(),
+                w.wakelist().is_empty(),
                 w.next_timer.load(Ordering::SeqCst),
                 w.preempt_at.load(Ordering::SeqCst),
                 w.deadlines.next_event.load(Ordering::SeqCst),
@@ -389,7 +389,7 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
         drop(rq);
         drop(old);
         w.stacks.lock().clear();
-        for t in w.wakelist.take_all() {
+        for t in w.wakelist().take_all() {
             drop(t);
         }
     }

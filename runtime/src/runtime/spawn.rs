@@ -186,7 +186,7 @@ where
             // drains them now. Empty this one (taking from a wakelist is
             // safe for any number of takers), or the task would keep the
             // runtime alive through its reference to it.
-            for t in w.wakelist.take_all() {
+            for t in w.wakelist().take_all() {
                 drop(t);
             }
         }

@@ -89,10 +89,17 @@ pub(crate) struct Tcb {
     /// Unique id (per process).
     pub(crate) id: u64,
     // ---- the rest ----
-    /// The EEVDF entity while the task is off every run queue.
-    entity: EntitySlot,
-    /// Workers it may run on.
+    /// Workers it may run on. Read by wakers (placement), written only by
+    /// `set_affinity`: it keeps the entity off the lines the waker writes.
     pub(crate) affinity: WorkerMask,
+    /// The EEVDF entity while the task is off every run queue. The worker
+    /// that takes it when it drains a wakeup (`wake::activate`) should find
+    /// its lines in its own cache: a Tcb is only 16-byte aligned, so the
+    /// waker-written words at its start (reference count, state,
+    /// activation, wakelist link: the first 48 bytes) can share a cache
+    /// line with anything up to 96 bytes from the start, and the entity
+    /// starts after that.
+    entity: EntitySlot,
     /// Registry key (shard << 32 | index), for removal at exit.
     pub(crate) reg_key: AtomicU64,
     slice_ns: AtomicU64,
@@ -357,5 +364,33 @@ impl std::fmt::Debug for Tcb {
             .field("name", &self.name)
             .field("cpu", &self.cpu())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tcb;
+    use std::mem::offset_of;
+
+    /// The entity never shares a cache line with the words a remote waker
+    /// writes (reference counts, state, activation, the wakelist link),
+    /// whatever the allocator's 16-byte-aligned placement of the `Arc`:
+    /// the worker that takes the entity when it drains the wakeup would
+    /// otherwise fetch that line back from the waker's CPU.
+    #[test]
+    fn entity_is_off_the_wakers_lines() {
+        // `ArcInner`: the strong and weak counts, then the `Tcb`.
+        const HEADER: usize = 16;
+        let written_end = HEADER + offset_of!(Tcb, link) + std::mem::size_of::<usize>();
+        let entity = HEADER + offset_of!(Tcb, entity);
+        for start in (0..64).step_by(16) {
+            let last_written_line = (start + written_end - 1) / 64;
+            let entity_line = (start + entity) / 64;
+            assert!(
+                entity_line > last_written_line,
+                "allocation at {start} mod 64: entity on line {entity_line}, \
+                 waker writes up to line {last_written_line}"
+            );
+        }
     }
 }

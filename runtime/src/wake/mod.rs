@@ -315,15 +315,16 @@ pub(crate) fn activate(
 ) -> bool {
     let _ = sh;
     debug_assert_eq!(t.cpu(), w.index);
-    let flags;
-    let slot;
     if t.st.on_rq() == QUEUED {
         // Delayed wake via the wakelist (TTWU_QUEUE_DELAYED).
-        slot = t.slot();
+        let slot = t.slot();
         if rq.q.entity(slot).is_delayed() {
             rq.q.requeue_delayed(slot, now);
         }
-        flags = WakeFlags::NONE;
+        let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, WakeFlags::NONE, now);
+        crate::task::stats::activated(&t.acct, kind, now);
+        t.st.set_state(RUNNING);
+        preempt
     } else {
         // SAFETY: `t` is not queued (checked above, under this lock) and
         // reached us through its claim: either we are the waker that set
@@ -338,18 +339,24 @@ pub(crate) fn activate(
         } else {
             EnqueueFlags::WAKEUP
         };
-        flags = if kind & activation::NEW != 0 {
+        let flags = if kind & activation::NEW != 0 {
             WakeFlags::FORK
         } else {
             WakeFlags::NONE
         };
-        let t2 = t.clone();
-        slot = rq.q.enqueue(entity, t2, enqueue, now);
+        // The caller's reference moves into the queue: no count
+        // increment and decrement on a line the waker just wrote from
+        // another CPU (a locked RMW there waits for the line; the plain
+        // stores below do not). The task is reached through the queue
+        // from here on; it stays queued while we hold the lock.
+        let slot = rq.q.enqueue(entity, t, enqueue, now);
+        let t = rq.q.payload(slot);
         t.set_slot(slot);
         t.st.set_on_rq(QUEUED);
+        let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, flags, now);
+        let t = rq.q.payload(slot);
+        crate::task::stats::activated(&t.acct, kind, now);
+        t.st.set_state(RUNNING);
+        preempt
     }
-    let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, flags, now);
-    crate::task::stats::activated(&t.acct, kind, now);
-    t.st.set_state(RUNNING);
-    preempt
 }

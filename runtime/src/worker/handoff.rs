@@ -736,7 +736,7 @@ fn stuck(w: &Worker, cpu0: u64, cpu: u64, span: u64) -> bool {
 
 /// Whether something other than the running task waits for worker `w`.
 fn work_waits(w: &Worker, now: u64) -> bool {
-    w.nr_running() >= 2 || !w.wakelist.is_empty() || w.next_timer.load(Ordering::Relaxed) <= now
+    w.nr_running() >= 2 || !w.wakelist().is_empty() || w.next_timer.load(Ordering::Relaxed) <= now
 }
 
 /// Takes worker `i` from its thread, seen inside one green thread at `v`,

@@ -86,11 +86,10 @@ pub(crate) struct Rq {
 pub(crate) struct Worker {
     pub(crate) index: usize,
     rq: CachePadded<ShortLock<Rq>>,
-    /// Remote wakeups waiting for this worker to enqueue them.
-    pub(crate) wakelist: CachePadded<WakeList<Tcb>>,
-    /// Idle state, pending-work flags and the queue length: the one line a
-    /// remote waker reads and writes (ttwu_queue_cond, the wakelist flag,
-    /// the kick), and the owner reads at every preemption point.
+    /// The wakelist, idle state, pending-work flags and the queue length:
+    /// the one line a remote waker reads and writes (ttwu_queue_cond, the
+    /// push, the wakelist flag, the kick), and the owner reads at every
+    /// preemption point and in its idle poll (see [`Hot`]).
     hot: CachePadded<Hot>,
     /// Earliest armed timer (ns), a mirror for the owner's cheap check.
     pub(crate) next_timer: AtomicU64,
@@ -243,7 +242,16 @@ impl Deadlines {
     }
 }
 
+/// What remote wakers touch, on one cache line. A remote wake of an idle
+/// or busy worker pushes onto the wakelist, sets `WAKELIST` and reads the
+/// idle state; the owner's idle poll reads the wakelist head and the queue
+/// length, and its drain clears the flag and swaps the head. On one line
+/// that is one line transfer each way per wakeup; with the wakelist on a
+/// line of its own it was two or three (a load in shared state, the CAS's
+/// upgrade, then the flag's line).
 pub(crate) struct Hot {
+    /// Remote wakeups waiting for this worker to enqueue them.
+    pub(crate) wakelist: WakeList<Tcb>,
     pub(crate) idle: IdleState,
     pub(crate) flags: AtomicU32,
     /// Number of queued tasks (a lock-free mirror of the run queue's
@@ -264,8 +272,8 @@ impl Worker {
                 q: RunQueue::new(params, features),
                 timers: Timers::new(),
             })),
-            wakelist: CachePadded::new(WakeList::new()),
             hot: CachePadded::new(Hot {
+                wakelist: WakeList::new(),
                 idle: IdleState::new(),
                 flags: AtomicU32::new(0),
                 nr_running: AtomicU32::new(0),
@@ -341,7 +349,13 @@ impl Worker {
         }
     }
 
-    /// The idle state.
+    /// Remote wakeups waiting for this worker to enqueue them.
+    #[inline]
+    pub(crate) fn wakelist(&self) -> &WakeList<Tcb> {
+        &self.hot.wakelist
+    }
+
+    /// The idle state (park / kick protocol, `worker::idle`).
     #[inline]
     pub(crate) fn idle(&self) -> &IdleState {
         &self.hot.idle
@@ -480,7 +494,7 @@ impl Worker {
         // waker made to the task (its release half); the SeqCst fence that
         // starts `kick` orders the push before the kick's load of the idle
         // state (worker::idle protocol).
-        if self.wakelist.push(t) {
+        if self.wakelist().push(t) {
             // First task on an empty list: one flag per batch, like one IPI.
             self.set_flags(WAKELIST);
         }
@@ -490,6 +504,6 @@ impl Worker {
     /// Whether this worker has work it has not looked at (for the idle loop).
     #[inline]
     pub(crate) fn has_pending_work(&self) -> bool {
-        !self.wakelist.is_empty() || self.nr_running() > 0
+        !self.wakelist().is_empty() || self.nr_running() > 0
     }
 }

@@ -353,7 +353,7 @@ pub(crate) fn retire(sh: &Shared, p: &Tcb) -> Option<GreenStack> {
 pub(crate) fn drain_wakelist(sh: &Shared, w: &Worker, rq: &mut Rq, now: u64) -> bool {
     w.clear_flags(WAKELIST);
     let mut preempt = false;
-    for t in w.wakelist.take_all() {
+    for t in w.wakelist().take_all() {
         let kind = t.activation.load(Ordering::Relaxed);
         if wake::activate(sh, w, rq, t, kind, now) {
             w.stats.inc(Counter::wakeup_preemptions);

@@ -28,10 +28,10 @@ mod tests;
 
 use backend::{BackendKind, LatencyConfig, Missing, SpawnConfig};
 use bench_common::plot;
+use bench_common::{out, outln};
 use error::BenchError;
 use opts::{Config, Mode, OptsError};
 use report::Outcome;
-use std::io::Write as _;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         }
     }
     for n in &cfg.notes {
-        println!("note: {n}");
+        outln!("note: {n}");
     }
     match run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,
@@ -110,7 +110,7 @@ fn run(cfg: &Config) -> Result<(), BenchError> {
 }
 
 fn flush() {
-    let _ = std::io::stdout().flush();
+    bench_common::out::flush();
 }
 
 /// Records a failed backend and returns the error's message.
@@ -137,13 +137,13 @@ fn run_hackbench(cfg: &Config) -> Result<(), BenchError> {
         let b = lookup(kind, backend::hackbench(kind))?;
         debug_assert_eq!(b.kind(), kind);
         if multi {
-            println!("== {} ==", kind.name());
+            outln!("== {} ==", kind.name());
         }
-        println!("{}", report::hackbench_header(kind, h));
+        outln!("{}", report::hackbench_header(kind, h));
         flush();
         match b.run(h) {
             Ok(r) => {
-                println!("{}", report::hackbench_time(&r));
+                outln!("{}", report::hackbench_time(&r));
                 rows.push((kind, Outcome::Ran(r)));
             }
             Err(e) => {
@@ -152,11 +152,11 @@ fn run_hackbench(cfg: &Config) -> Result<(), BenchError> {
             }
         }
         if multi {
-            println!();
+            outln!();
         }
     }
     if multi {
-        print!("{}", report::hackbench_table(h, &rows));
+        out!("{}", report::hackbench_table(h, &rows));
     }
     write_json(cfg, rows.iter().map(|(k, o)| json::hackbench(h, *k, o)))?;
     if let Some(path) = &cfg.plot {
@@ -219,7 +219,7 @@ fn run_latency(
             flush();
             match b.run(lcfg, col) {
                 Ok(r) => {
-                    println!("{}\n", report::latency_report(kind, lcfg, col, &r));
+                    outln!("{}\n", report::latency_report(kind, lcfg, col, &r));
                     rows.push((label, Outcome::Ran(r)));
                 }
                 Err(e) => {
@@ -233,12 +233,12 @@ fn run_latency(
         }
     }
     if rows.len() > 1 {
-        print!("{}", report::latency_table(&rows, &lcfg.nice_levels));
+        out!("{}", report::latency_table(&rows, &lcfg.nice_levels));
     }
     write_json(cfg, json_rows)?;
     if cfg.backends.contains(&BackendKind::Green) {
-        println!();
-        print!("{}", report::latency_markdown(lcfg, &rows));
+        outln!();
+        out!("{}", report::latency_markdown(lcfg, &rows));
     }
     if let Some(path) = &cfg.plot {
         let groups: Vec<String> = lcfg
@@ -300,7 +300,7 @@ fn run_spawn(cfg: &Config, scfg: &SpawnConfig) -> Result<(), BenchError> {
             flush();
             match b.run(&vcfg) {
                 Ok(r) => {
-                    println!("{}", report::spawn_report(kind, &vcfg, &r));
+                    outln!("{}", report::spawn_report(kind, &vcfg, &r));
                     rows.push((label, kind, Outcome::Ran(r)));
                 }
                 Err(e) => {
@@ -309,12 +309,12 @@ fn run_spawn(cfg: &Config, scfg: &SpawnConfig) -> Result<(), BenchError> {
                 }
             }
             if rows.len() > 1 || cfg.backends.len() > 1 {
-                println!();
+                outln!();
             }
         }
     }
     if rows.len() > 1 {
-        print!("{}", report::spawn_table(&rows));
+        out!("{}", report::spawn_table(&rows));
     }
     write_json(
         cfg,
@@ -357,7 +357,7 @@ fn write_json(
     let rows: Vec<_> = rows.into_iter().collect();
     json::write_lines(path, &rows)
         .map_err(|e| BenchError::io(format!("writing --json {}", path.display()), e))?;
-    println!("JSON written to {}", path.display());
+    outln!("JSON written to {}", path.display());
     Ok(())
 }
 
@@ -371,6 +371,6 @@ fn write_plot(
 ) -> Result<(), BenchError> {
     plot::grouped_bars(path, title, y_desc, groups, &series, log_y)
         .map_err(|m| BenchError::io("writing the plot", std::io::Error::other(m)))?;
-    println!("plot written to {}", path.display());
+    outln!("plot written to {}", path.display());
     Ok(())
 }

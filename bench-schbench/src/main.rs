@@ -3,6 +3,7 @@
 //!
 //! Exit status: 0 on success, 2 on bad input (never a panic), 1 when a run fails.
 
+use bench_common::out;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -59,8 +60,11 @@ fn run(plan: &Plan, backends: &[Box<dyn Backend>], json_file: Option<File>) -> R
     let mut out = stdout.lock();
     let mut outcomes: Vec<Outcome> = Vec::with_capacity(backends.len());
     for backend in backends {
-        let outcome = driver::run(backend.as_ref(), plan, &mut out)
-            .map_err(|e| format!("backend {}: {e}", backend.name()))?;
+        let outcome = driver::run(backend.as_ref(), plan, &mut out).map_err(|e| {
+            // The report's reader went away (`schbench … | head`): stop quietly.
+            out::exit_if_broken_pipe(&e);
+            format!("backend {}: {e}", backend.name())
+        })?;
         outcomes.push(outcome);
     }
     if plan.backend == BackendChoice::All {
@@ -72,9 +76,9 @@ fn run(plan: &Plan, backends: &[Box<dyn Backend>], json_file: Option<File>) -> R
                 latencies: &o.latencies,
             })
             .collect();
-        report::write_comparison(&mut out, &rows).map_err(|e| e.to_string())?;
+        report::write_comparison(&mut out, &rows).map_err(|e| stdout_error(&e))?;
     }
-    out.flush().map_err(|e| e.to_string())?;
+    out.flush().map_err(|e| stdout_error(&e))?;
     if let Some(file) = json_file {
         json::write_lines(&mut BufWriter::new(file), &outcomes, plan)
             .map_err(|e| format!("writing JSON: {e}"))?;
@@ -88,6 +92,13 @@ fn run(plan: &Plan, backends: &[Box<dyn Backend>], json_file: Option<File>) -> R
 fn usage_error(msg: &str) -> ExitCode {
     eprintln!("schbench: error: {msg}\n\nFor more information, try '--help'.");
     ExitCode::from(2)
+}
+
+/// A failed write of the report: a closed reader ends the program quietly
+/// (status 141, `bench_common::out`); anything else becomes the error.
+fn stdout_error(e: &io::Error) -> String {
+    out::exit_if_broken_pipe(e);
+    format!("writing to standard output: {e}")
 }
 
 fn fail(code: u8, msg: &str) -> ExitCode {

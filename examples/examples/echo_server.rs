@@ -28,6 +28,7 @@
 //! thread that blocks in `read` parks; its worker runs another connection's
 //! green thread meanwhile; the reactor wakes it when data arrive.
 
+use bench_common::outln;
 use clap::Parser;
 use eevdf_rt::net::{TcpListener, TcpStream};
 use examples::cli;
@@ -157,7 +158,7 @@ fn listen(
 ) -> Result<(), String> {
     let listener = TcpListener::bind(addr).map_err(|e| format!("bind {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    println!(
+    outln!(
         "echo_server: listening on {local} ({workers} workers); Ctrl-C (SIGINT) or SIGTERM to stop"
     );
     let server = rt.spawn(move || serve(listener));
@@ -174,7 +175,7 @@ fn listen(
             break sig;
         }
     };
-    println!("echo_server: {signal}: stopping the server");
+    outln!("echo_server: {signal}: stopping the server");
     args.trace.finish(&rt)?;
     // Dropping the runtime unwinds the accept loop and the connections.
     drop(rt);
@@ -389,7 +390,7 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
         requests: args.requests,
         size: args.size,
     };
-    println!(
+    outln!(
         "echo_server: {} workers ({} I/O); {} {} clients × {} requests × {} B against {addr} ({server})",
         workers,
         rt.as_ref().map_or("no runtime".into(), |r| r.io_driver().to_string()),
@@ -418,12 +419,12 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
 
     let n = report.rtt.len();
     let secs = report.elapsed.as_secs_f64();
-    println!(
+    outln!(
         "requests      {n} in {secs:.3} s, every byte verified\nthroughput    {:.0} req/s ({:.1} MB/s each way)",
         n as f64 / secs,
         n as f64 * load.size as f64 / secs / 1e6,
     );
-    println!(
+    outln!(
         "round trip    p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
         fmt_us(hist::quantile_us(&report.rtt, 0.5)),
         fmt_us(hist::quantile_us(&report.rtt, 0.9)),
@@ -433,7 +434,7 @@ fn run(args: &Args, workers: usize, addr: Option<SocketAddr>) -> Result<(), Stri
     );
     if let Some(s) = stats {
         let per = |v: u64| v as f64 / n.max(1) as f64;
-        println!(
+        outln!(
             "per request   context_switches {:.2}, wakeups local {:.2} / remote queued {:.2} / inline {:.2}, \
              kicks {:.3}, parks {:.3}, steals {:.3}",
             per(s.context_switches),

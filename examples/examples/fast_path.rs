@@ -19,6 +19,7 @@
 //! runs on them. eevdf-rt uses its defaults (the hand-off monitor, the
 //! io_uring driver where available, all default feature switches).
 
+use bench_common::outln;
 use clap::Parser;
 use std::time::{Duration, Instant};
 
@@ -173,9 +174,10 @@ fn main() {
         tokio(&trt, op, args.ops.min(10_000));
     }
     let mut rows: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = vec![Default::default(); Op::ALL.len()];
-    println!(
+    outln!(
         "{} rounds × {} operations; ns per operation (eevdf-rt / tokio current-thread)",
-        args.rounds, args.ops
+        args.rounds,
+        args.ops
     );
     for round in 1..=args.rounds {
         let mut line = format!("round {round:>2}:");
@@ -195,13 +197,13 @@ fn main() {
             rows[i].2.push(g / t);
             line += &format!("  {g:.0} / {t:.0}");
         }
-        println!("{line}");
+        outln!("{line}");
     }
-    println!();
-    println!("| operation | eevdf-rt (ns) | tokio current-thread (ns) | eevdf-rt / tokio |");
-    println!("|---|---|---|---|");
+    outln!();
+    outln!("| operation | eevdf-rt (ns) | tokio current-thread (ns) | eevdf-rt / tokio |");
+    outln!("|---|---|---|---|");
     for (op, (g, t, r)) in Op::ALL.into_iter().zip(rows.iter_mut()) {
-        println!(
+        outln!(
             "| {} | {:.0} | {:.0} | {:.2}× |",
             op.name(),
             median(g),
@@ -209,5 +211,5 @@ fn main() {
             median(r)
         );
     }
-    println!("(medians over the rounds; the ratio is the median of the per-round ratios)");
+    outln!("(medians over the rounds; the ratio is the median of the per-round ratios)");
 }

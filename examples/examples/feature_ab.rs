@@ -47,6 +47,7 @@
 //! first round into its own file (`FILE-1.json`, `FILE-2.json`, … with
 //! several sets); the header lists which file holds which set.
 
+use bench_common::{out, outln};
 use clap::Parser;
 use eevdf_rt::sched::Features;
 use eevdf_rt::sync::Futex;
@@ -405,7 +406,7 @@ fn main() -> ExitCode {
         Ok(v) => v,
         Err(e) => return cli::usage_error("feature_ab", e),
     };
-    println!(
+    outln!(
         "feature_ab: {} workers; {} ping-pong pairs {}, {} sleepers ({} µs), {} CPU hogs (50 µs units); \
          {:.2} s per set × {} round(s), fresh runtime per set",
         mix.workers,
@@ -422,10 +423,10 @@ fn main() -> ExitCode {
         args.rounds,
     );
     if args.trace.trace.is_some() {
-        println!("--trace: the measured phase of round 1 of each set:");
+        outln!("--trace: the measured phase of round 1 of each set:");
         for (i, set) in sets.iter().enumerate() {
             if let Some(p) = trace_for(&args.trace, i, sets.len()).trace {
-                println!("  {:<24} -> {}", set.label, p.display());
+                outln!("  {:<24} -> {}", set.label, p.display());
             }
         }
     }
@@ -498,17 +499,17 @@ fn print_table(sets: &[Set], results: &[Measured]) {
         .unwrap_or(0)
         .max(12);
     let label_w = 24;
-    print!("\n{:<label_w$}", "");
+    out!("\n{:<label_w$}", "");
     for s in sets {
-        print!("{:>w$}", s.label);
+        out!("{:>w$}", s.label);
     }
-    println!();
+    outln!();
     let row = |label: &str, f: &dyn Fn(&Measured) -> String| {
-        print!("{label:<label_w$}");
+        out!("{label:<label_w$}");
         for r in results {
-            print!("{:>w$}", f(r));
+            out!("{:>w$}", f(r));
         }
-        println!();
+        outln!();
     };
     let per_s = |v: u64, r: &Measured| format!("{:.0}", v as f64 / r.window.as_secs_f64());
     row("round trips/s", &|r| per_s(r.round_trips, r));
@@ -526,7 +527,7 @@ fn print_table(sets: &[Set], results: &[Measured]) {
         ),
         None => "-".into(),
     });
-    println!("counters per second:");
+    outln!("counters per second:");
     for name in COUNTERS {
         row(&format!("  {name}"), &|r| per_s(counter(&r.stats, name), r));
     }

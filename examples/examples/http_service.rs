@@ -90,6 +90,7 @@
 //! use (so `--workers` must leave at least one), which takes the
 //! generator's own wakeups off the workers' CPUs.
 
+use bench_common::outln;
 use clap::Parser;
 use eevdf_rt::compat::hyper::Timer as GreenTimer;
 use examples::hist::{self, fmt_ratio, fmt_us};
@@ -824,7 +825,7 @@ fn run(args: &Args) -> Result<bool, String> {
         0 => "the base slice".to_string(),
         us => format!("a {us} µs slice"),
     };
-    println!(
+    outln!(
         "http_service: hyper http1, {} workers, {} rounds × {:?} per phase; {} keep-alive clients; \
          mixed: /latency every {} µs per client beside {} /heavy clients ({} µs: {}, nice {} and {heavy_slice} on eevdf-rt); \
          latency route slice {} µs on eevdf-rt",
@@ -849,13 +850,18 @@ fn run(args: &Args) -> Result<bool, String> {
             run_side(args, &svc, sides[i], last, &mut results[i])?;
         }
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:<10}{:>14}{:>14}{:>14}{:>14}{:>12}",
-        "runtime", "req/s (thr.)", "latency p50", "latency p99", "heavy req/s", "errors"
+        "runtime",
+        "req/s (thr.)",
+        "latency p50",
+        "latency p99",
+        "heavy req/s",
+        "errors"
     );
     for (side, r) in sides.iter().zip(&results) {
-        println!(
+        outln!(
             "{:<10}{:>14.0}{:>14}{:>14}{:>14.0}{:>12}",
             side.name(),
             examples::median(r.rps.clone()),
@@ -866,7 +872,7 @@ fn run(args: &Args) -> Result<bool, String> {
         );
     }
     let [g, t] = &results;
-    println!(
+    outln!(
         "eevdf-rt / tokio: throughput {}, latency-route p99 {} (medians of {} interleaved rounds)",
         fmt_ratio(
             examples::median(g.rps.clone()),
@@ -878,7 +884,7 @@ fn run(args: &Args) -> Result<bool, String> {
         ),
         args.rounds
     );
-    println!(
+    outln!(
         "  from the clients' write instead of the scheduled time: p99 {} vs {} ({}); \
          the clients' own send lag p99 {} vs {}",
         fmt_us(examples::median(g.from_send_p99.clone())),
@@ -890,7 +896,7 @@ fn run(args: &Args) -> Result<bool, String> {
         fmt_us(examples::median(g.send_p99.clone())),
         fmt_us(examples::median(t.send_p99.clone())),
     );
-    println!(
+    outln!(
         "  server side (from the write to the handler's response, without the response's \
          write and the client's wakeup): p99 {} vs {} ({})",
         fmt_us(examples::median(g.server_p99.clone())),
@@ -900,7 +906,7 @@ fn run(args: &Args) -> Result<bool, String> {
             examples::median(t.server_p99.clone())
         ),
     );
-    println!(
+    outln!(
         "mixed phase, per round: latency-route p99 (clients' send lag p99; p99 from the write; \
          server side p99; workers' OS wait: runnable, not running)"
     );
@@ -917,15 +923,15 @@ fn run(args: &Args) -> Result<bool, String> {
                 )
             })
             .collect();
-        println!("  {:<10}{}", side.name(), rounds.join(", "));
+        outln!("  {:<10}{}", side.name(), rounds.join(", "));
     }
     if let Some(c) = &results[0].counters {
-        println!("eevdf-rt counters, last mixed phase: {c}");
+        outln!("eevdf-rt counters, last mixed phase: {c}");
     }
     let mut ok = true;
     for (side, r) in sides.iter().zip(&results) {
         if r.errors.is_empty() {
-            println!("{}: all {} responses correct", side.name(), r.responses);
+            outln!("{}: all {} responses correct", side.name(), r.responses);
         } else {
             ok = false;
             for e in r.errors.iter().take(5) {
@@ -950,7 +956,7 @@ fn run(args: &Args) -> Result<bool, String> {
             "req/s, 20 keep-alive clients",
             &ps,
         )?;
-        println!("plot: {}", path.display());
+        outln!("plot: {}", path.display());
     }
     Ok(ok)
 }

@@ -79,6 +79,7 @@
 //! reactor themselves at their preemption points, at most every 50 µs,
 //! and an idle worker blocks in it.
 
+use bench_common::{out, outln};
 use clap::{Parser, ValueEnum};
 use eevdf_rt::sched::Features;
 use eevdf_rt::sync::channel;
@@ -813,14 +814,14 @@ fn run(args: &Args, plan: &Plan) -> Result<(), String> {
             "batch throughput (units/s)",
             &sides,
         )?;
-        println!("plot written to {}", path.display());
+        outln!("plot written to {}", path.display());
     }
     Ok(())
 }
 
 fn print_header(args: &Args, plan: &Plan) {
     let load = args.rate * args.request_us / 1e6;
-    println!(
+    outln!(
         "latency_service: {} workers; {} req/s × {} µs CPU on {} handlers ({:.0}% of one core) via {}; \
          {} batch jobs × {} µs units",
         plan.workers,
@@ -835,7 +836,7 @@ fn print_header(args: &Args, plan: &Plan) {
         plan.batch_jobs,
         args.batch_unit_us,
     );
-    println!(
+    outln!(
         "  {} round(s) × {:.2} s measured after {:.2} s warm-up per runtime, interleaved; \
          latency = handler done − intended send time",
         args.rounds,
@@ -843,11 +844,11 @@ fn print_header(args: &Args, plan: &Plan) {
         plan.warmup.as_secs_f64()
     );
     if load >= plan.workers as f64 {
-        println!("  warning: requests alone need more CPU than the workers have; latency will grow without bound");
+        outln!("  warning: requests alone need more CPU than the workers have; latency will grow without bound");
     }
     let (green, tokio) = (args.runtime != Which::Tokio, args.runtime != Which::Green);
     if green {
-        println!(
+        outln!(
         "  eevdf-rt: handlers slice {}, nice {}; batch slice {}, nice {}, preempt_point() between units; tick {} µs; features {}",
         plan.handler_slice
             .map_or("base".to_string(), |s| format!("{} µs", s.as_micros())),
@@ -862,12 +863,12 @@ fn print_header(args: &Args, plan: &Plan) {
     );
     }
     if tokio {
-        println!(
+        outln!(
             "  tokio:    multi-thread, {} workers, yield_now().await between units",
             plan.workers
         );
     }
-    println!(
+    outln!(
         "  workers:  {}{}",
         if plan.pin {
             "pinned one per CPU"
@@ -884,36 +885,36 @@ fn print_header(args: &Args, plan: &Plan) {
     // this one starts later (the runtimes' workers).
     let probe = std::thread::spawn(|| os::set_kernel_slice(GENERATOR_SLICE)).join();
     match probe {
-        Ok(Ok(())) => println!(
+        Ok(Ok(())) => outln!(
             "  generator: own OS thread, kernel slice {} µs (sched_setattr)",
             GENERATOR_SLICE.as_micros()
         ),
         Ok(Err(e)) => {
-            println!("  generator: own OS thread, default kernel slice (sched_setattr: {e})")
+            outln!("  generator: own OS thread, default kernel slice (sched_setattr: {e})")
         }
-        Err(_) => println!("  generator: own OS thread"),
+        Err(_) => outln!("  generator: own OS thread"),
     }
 }
 
 fn print_table(outcomes: &[Outcome]) {
     let ratio_col = outcomes.len() == 2;
-    print!("\n{:<22}", "");
+    out!("\n{:<22}", "");
     for o in outcomes {
-        print!("{:>14}", o.name);
+        out!("{:>14}", o.name);
     }
     if ratio_col {
-        print!("{:>14}", "tokio/green");
+        out!("{:>14}", "tokio/green");
     }
-    println!();
+    outln!();
     let row = |label: &str, f: &dyn Fn(&Outcome) -> f64, fmt: &dyn Fn(f64) -> String| {
-        print!("{label:<22}");
+        out!("{label:<22}");
         for o in outcomes {
-            print!("{:>14}", fmt(f(o)));
+            out!("{:>14}", fmt(f(o)));
         }
         if ratio_col {
-            print!("{:>14}", fmt_ratio(f(&outcomes[1]), f(&outcomes[0])));
+            out!("{:>14}", fmt_ratio(f(&outcomes[1]), f(&outcomes[0])));
         }
-        println!();
+        outln!();
     };
     let count = |v: f64| format!("{v:.0}");
     row("requests", &|o| o.latency.len() as f64, &count);
@@ -946,7 +947,7 @@ fn print_table(outcomes: &[Outcome]) {
             &|o| examples::median(o.rounds.iter().map(|r| r.0)),
             &fmt_us,
         );
-        println!(
+        outln!(
             "
 per round: p99 (workers' OS wait)"
         );
@@ -956,13 +957,13 @@ per round: p99 (workers' OS wait)"
                 .iter()
                 .map(|&(p99, wait)| format!("{} ({})", fmt_us(p99), pct(wait)))
                 .collect();
-            println!("  {:<10}{}", o.name, rounds.join(", "));
+            outln!("  {:<10}{}", o.name, rounds.join(", "));
         }
     }
     for o in outcomes {
         if let Some(s) = &o.stats {
             let per_s = |v: u64| v as f64 / o.window.as_secs_f64();
-            println!(
+            outln!(
                 "\n{} counters per second: context_switches {:.0}, preemptions {:.0}, \
                  wakeups_remote_queued {:.0}, wakeups_remote_inline {:.0}, \
                  delayed_wakeups {:.0}, tick_preemptions {:.0}, protection_shortened {:.0}",
@@ -983,7 +984,7 @@ per round: p99 (workers' OS wait)"
             hist::quantile_us(&g.latency, 0.99),
             hist::quantile_us(&t.latency, 0.99),
         );
-        println!(
+        outln!(
             "\np99: eevdf-rt {} vs tokio {} (tokio/eevdf-rt {}); batch throughput eevdf-rt/tokio {}",
             fmt_us(gp),
             fmt_us(tp),

@@ -15,6 +15,7 @@
 //! The default `vm.max_map_count` (65,530) applies: the runtime must fit
 //! a million stacks into it.
 
+use bench_common::outln;
 use clap::Parser;
 use examples::cli;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -104,7 +105,7 @@ fn main() {
     }
     match r {
         Ok((spawn_s, rss, pte, maps, joined)) => {
-            println!(
+            outln!(
                 "spawned={n} spawn_s={spawn_s:.3} rate_mps={:.3} rss_per_thread_kib={:.2} pte_per_thread_kib={:.2} maps={maps} joined={joined} total_s={total:.3}",
                 n as f64 / spawn_s / 1e6,
                 rss as f64 / n as f64,

@@ -18,6 +18,7 @@
 //! one. `--ms` simulates at most ten minutes (600000 ms, seconds of run
 //! time); `--tick-us` is 10 ..= 1000000.
 
+use bench_common::outln;
 use clap::Parser;
 use eevdf_rt::sched::{
     DequeueFlags, EnqueueFlags, Entity, Params, Pick, Resched, RunQueue, Slot, WakeFlags,
@@ -291,15 +292,21 @@ fn run(args: Args) -> Result<(), String> {
         .map_err(|e| format!("invariant violated: {e}"))?;
 
     let total: u64 = tasks.iter().map(|t| t.ran).sum();
-    println!(
+    outln!(
         "EEVDF simulation: {} ms, tick {} µs, features {}",
         ms,
         tick_us,
         features.diff_from_default()
     );
-    println!(
+    outln!(
         "{:<5} {:>5} {:>9} {:>14} {:>8} {:>12} {:>12}",
-        "task", "nice", "slice", "kind", "share", "lat p50", "lat max"
+        "task",
+        "nice",
+        "slice",
+        "kind",
+        "share",
+        "lat p50",
+        "lat max"
     );
     let wsum: f64 = tasks
         .iter()
@@ -319,7 +326,7 @@ fn run(args: Args) -> Result<(), String> {
                 100.0 * eevdf_rt::sched::weight::weight_of_nice(t.spec.nice).unwrap() as f64 / wsum
             )
         };
-        println!(
+        outln!(
             "{:<5} {:>5} {:>9} {:>14} {:>7.1}% {:>12} {:>12}",
             t.name,
             t.spec.nice,
@@ -342,13 +349,13 @@ fn run(args: Args) -> Result<(), String> {
             },
         );
     }
-    println!("switches: {switches}; counters: {:?}", rq.counters());
-    println!(
+    outln!("switches: {switches}; counters: {:?}", rq.counters());
+    outln!(
         "timeline (one letter per 0.5 ms, first {} ms):",
         timeline_ms
     );
     for chunk in timeline.as_bytes().chunks(80) {
-        println!("  {}", String::from_utf8_lossy(chunk));
+        outln!("  {}", String::from_utf8_lossy(chunk));
     }
     Ok(())
 }

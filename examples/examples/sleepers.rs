@@ -17,6 +17,7 @@
 //! a spawn that fails (memory, mappings) ends the run with the spawn's
 //! error, like `parked`.
 
+use bench_common::outln;
 use clap::Parser;
 use examples::cli;
 use std::process::Command;
@@ -83,7 +84,7 @@ fn check(a: &Args, m: &clap::ArgMatches) -> Result<(), String> {
 }
 
 fn child(wall: Duration) {
-    println!(
+    outln!(
         "wall_ms={:.1} hwm_kib={}",
         wall.as_secs_f64() * 1e3,
         examples::os::proc_status_kib("VmHWM").unwrap_or(0)
@@ -160,9 +161,12 @@ fn parent(a: &Args) {
         }
     };
     let mut res: [Vec<(f64, u64)>; 2] = [Vec::new(), Vec::new()];
-    println!(
+    outln!(
         "{} tasks sleep {} ms then are joined, {} workers, {} rounds",
-        a.tasks, a.sleep_ms, a.workers, a.rounds
+        a.tasks,
+        a.sleep_ms,
+        a.workers,
+        a.rounds
     );
     for round in 1..=a.rounds {
         for (i, b) in ["eevdf", "tokio"].iter().enumerate() {
@@ -194,7 +198,7 @@ fn parent(a: &Args) {
                 // bad input (exit 2 from the child) stays exit 2
                 std::process::exit(if out.status.code() == Some(2) { 2 } else { 1 });
             };
-            println!(
+            outln!(
                 "round {round} {b:>5}: wall {w:8.1} ms  peak RSS {:8.1} MiB",
                 h / 1024.0
             );
@@ -219,7 +223,7 @@ fn parent(a: &Args) {
     };
     let (ew, eh) = med(&mut res[0]);
     let (tw, th) = med(&mut res[1]);
-    println!(
+    outln!(
         "median eevdf: {ew:.1} ms, {:.1} MiB | tokio: {tw:.1} ms, {:.1} MiB | ratio wall {:.2}x, RSS {:.2}x",
         eh as f64 / 1024.0,
         th as f64 / 1024.0,

@@ -23,6 +23,7 @@
 //! Each line reads `scenario=… handoff=on|off median_ms=… rounds_ms=[…]
 //! handoffs=…`.
 
+use bench_common::outln;
 use clap::Parser;
 use examples::median;
 use std::process::ExitCode;
@@ -81,7 +82,7 @@ fn main() -> ExitCode {
         }
         for (on, (ms, handoffs)) in ["on", "off"].into_iter().zip(results) {
             let rounds: Vec<String> = ms.iter().map(|m| format!("{m:.2}")).collect();
-            println!(
+            outln!(
                 "scenario={name} handoff={on} median_ms={:.2} rounds_ms=[{}] handoffs={handoffs}",
                 median(ms.iter().copied()),
                 rounds.join(",")

@@ -11,6 +11,7 @@
 //! cargo run --release -p examples --example trace_plot -- --svg results/trace/timeline.svg
 //! ```
 
+use bench_common::outln;
 use clap::Parser;
 use examples::{cli, plot};
 use std::process::ExitCode;
@@ -88,7 +89,7 @@ fn run(args: &Args) -> Result<(), String> {
         &trace,
         Duration::from_millis(args.window_ms),
     )?;
-    println!(
+    outln!(
         "{} task runs, {} wakeups; timeline written to {}",
         trace.runs().len(),
         trace.wakeups(),
@@ -98,7 +99,7 @@ fn run(args: &Args) -> Result<(), String> {
         trace
             .save(path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        println!("trace written to {}", path.display());
+        outln!("trace written to {}", path.display());
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! (checked before anything runs, written only at the end, never left
 //! empty), and `--trace`.
 
+use bench_common::outln;
 use std::fmt::Display;
 use std::path::Path;
 use std::process::ExitCode;
@@ -201,7 +202,7 @@ impl TraceOpt {
             let t = rt.trace_stop();
             t.save(path)
                 .map_err(|e| format!("--trace {}: {e}", path.display()))?;
-            println!(
+            outln!(
                 "trace: {} events ({} task runs, {} dropped) written to {}",
                 t.len(),
                 t.runs().len(),

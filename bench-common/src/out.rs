@@ -1,0 +1,71 @@
+//! Standard output for the command-line programs.
+//!
+//! Owns: what happens when writing the program's report to stdout fails.
+//! Rust ignores SIGPIPE, so `println!` panics when the reader has gone
+//! away (`schbench … | head -1`). Here a closed reader ends the program at
+//! once and quietly with status 141 — what a shell reports for a C tool
+//! killed by SIGPIPE — and any other write error prints one line on stderr
+//! and exits 1. Must not: restore SIGPIPE's default action (the programs
+//! use pipes and sockets themselves, where a closed peer must stay an
+//! `EPIPE` error, not kill the process), or write anywhere but stdout.
+
+use std::fmt;
+use std::io::{self, Write};
+
+/// The exit status of a program whose stdout reader went away (128 + SIGPIPE).
+pub const BROKEN_PIPE_STATUS: i32 = 141;
+
+/// Writes `args` to stdout; on failure, ends the program ([`exit_on_error`]).
+/// Use through [`out!`](crate::out!) and [`outln!`](crate::outln!).
+pub fn print(args: fmt::Arguments<'_>) {
+    if let Err(e) = io::stdout().lock().write_fmt(args) {
+        exit_on_error(&e);
+    }
+}
+
+/// Flushes stdout; on failure, ends the program ([`exit_on_error`]).
+pub fn flush() {
+    if let Err(e) = io::stdout().flush() {
+        exit_on_error(&e);
+    }
+}
+
+/// Ends the program after a failed write to stdout: quietly with
+/// [`BROKEN_PIPE_STATUS`] if the reader went away, otherwise with a
+/// message and status 1. Other threads are not waited for.
+pub fn exit_on_error(e: &io::Error) -> ! {
+    exit_if_broken_pipe(e);
+    eprintln!("error: writing to standard output: {e}");
+    std::process::exit(1)
+}
+
+/// Ends the program quietly with [`BROKEN_PIPE_STATUS`] if `e` says the
+/// reader of stdout went away; returns otherwise. For callers that write
+/// stdout through their own `Write` handle and turn other errors into
+/// their own messages.
+pub fn exit_if_broken_pipe(e: &io::Error) {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        std::process::exit(BROKEN_PIPE_STATUS);
+    }
+}
+
+/// `print!` to stdout that ends the program cleanly when stdout is closed
+/// (see [`mod@crate::out`]).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::out::print(::std::format_args!($($arg)*))
+    };
+}
+
+/// `println!` to stdout that ends the program cleanly when stdout is
+/// closed (see [`mod@crate::out`]).
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::out::print(::std::format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::print(::std::format_args!("{}\n", ::std::format_args!($($arg)*)))
+    };
+}

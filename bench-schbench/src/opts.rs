@@ -497,6 +497,26 @@ impl Plan {
                 "-F/--footprint must be at most {MAX_FOOTPRINT_KIB} KiB"
             ));
         }
+        // Every worker allocates its matrices (or, with -p, its transfer
+        // buffer) before the run: refuse a total the machine cannot hold,
+        // instead of an allocation abort or the OOM killer mid-run.
+        let per_worker = if cli.pipe > 0 {
+            cli.pipe as u128
+        } else {
+            footprint as u128 * 1024
+        };
+        let needed = per_worker * (m as u128) * (t as u128);
+        if let Some(memory) = physical_memory() {
+            if needed > memory as u128 {
+                let what = if cli.pipe > 0 { "-p" } else { "-F" };
+                return usage(format!(
+                    "{what} × workers needs {} MiB ({m} × {t} workers), more than this \
+                     machine's {} MiB of memory",
+                    needed >> 20,
+                    memory >> 20
+                ));
+            }
+        }
         let operations = cli.operations.unwrap_or(DEFAULT_OPERATIONS);
         if operations > MAX_OPERATIONS {
             return usage(format!("-n/--operations must be at most {MAX_OPERATIONS}"));
@@ -711,6 +731,18 @@ fn resolve_pinning(
     })
 }
 
+/// This machine's physical memory in bytes, if the system says.
+fn physical_memory() -> Option<u64> {
+    // SAFETY: sysconf only reads configuration values.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -725,6 +757,24 @@ mod tests {
             ParseError::Clap(clap) => format!("clap: {}", clap.kind()),
             ParseError::Usage(usage) => usage.0,
         })
+    }
+
+    #[test]
+    fn memory_beyond_the_machine_is_refused() {
+        // 1 GiB per worker × 65,536 workers is 64 TiB, more than any test
+        // machine; 1 MiB × 2 × 2 fits any.
+        let err = plan("-F 1048576 -m 64 -t 1024").unwrap_err();
+        assert!(err.contains("-F × workers needs 67108864 MiB"), "{err}");
+        assert!(err.contains("more than this machine's"), "{err}");
+        assert!(plan("-F 1024 -m 2 -t 2").is_ok());
+        if let Some(memory) = physical_memory() {
+            // just over the machine: -p in whole MiB per worker
+            let workers = (memory >> 20) + 1;
+            if workers <= MAX_WORKERS as u64 {
+                let err = plan(&format!("-p 1048576 -m 1 -t {workers}")).unwrap_err();
+                assert!(err.starts_with("-p × workers needs"), "{err}");
+            }
+        }
     }
 
     #[test]

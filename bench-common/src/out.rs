@@ -49,6 +49,27 @@ pub fn exit_if_broken_pipe(e: &io::Error) {
     }
 }
 
+/// Stdout, locked, for code that writes the report through a [`Write`]
+/// handle (schbench's driver): a write or flush that finds the reader gone
+/// ends the program there and then ([`exit_if_broken_pipe`]), before the
+/// caller unwinds and waits for its workers; other errors are returned.
+pub struct Stdout(io::StdoutLock<'static>);
+
+/// Locks stdout for the life of the returned [`Stdout`].
+pub fn lock() -> Stdout {
+    Stdout(io::stdout().lock())
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).inspect_err(exit_if_broken_pipe)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().inspect_err(exit_if_broken_pipe)
+    }
+}
+
 /// `print!` to stdout that ends the program cleanly when stdout is closed
 /// (see [`mod@crate::out`]).
 #[macro_export]

@@ -56,15 +56,13 @@ fn main() -> ExitCode {
 }
 
 fn run(plan: &Plan, backends: &[Box<dyn Backend>], json_file: Option<File>) -> Result<(), String> {
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // A closed reader (`schbench … | head`) ends the program quietly at the
+    // failed write, with status 141 and the workers still running.
+    let mut out = out::lock();
     let mut outcomes: Vec<Outcome> = Vec::with_capacity(backends.len());
     for backend in backends {
-        let outcome = driver::run(backend.as_ref(), plan, &mut out).map_err(|e| {
-            // The report's reader went away (`schbench … | head`): stop quietly.
-            out::exit_if_broken_pipe(&e);
-            format!("backend {}: {e}", backend.name())
-        })?;
+        let outcome = driver::run(backend.as_ref(), plan, &mut out)
+            .map_err(|e| format!("backend {}: {e}", backend.name()))?;
         outcomes.push(outcome);
     }
     if plan.backend == BackendChoice::All {
@@ -94,10 +92,9 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// A failed write of the report: a closed reader ends the program quietly
-/// (status 141, `bench_common::out`); anything else becomes the error.
+/// A failed write of the report other than a closed reader (that one ends
+/// the program in `out::Stdout`).
 fn stdout_error(e: &io::Error) -> String {
-    out::exit_if_broken_pipe(e);
     format!("writing to standard output: {e}")
 }
 

@@ -679,3 +679,30 @@ fn closed_stdout_exits_141_without_a_panic() {
         assert!(!err.contains("panicked"), "--backend {backend}: {err}");
     }
 }
+
+/// A reader that goes away mid-run (`schbench … | head -1`: the header was
+/// read, the first interim report is not) ends the run at that report with
+/// status 141, without waiting for the rest of `-r` or for the workers.
+#[test]
+fn stdout_closed_mid_run_exits_141_at_the_next_report() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schbench"))
+        .args(["--backend", "green", "--workers", "1"])
+        .args(["-L", "-m", "1", "-t", "1", "-n", "0", "-r", "60", "-i", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run schbench");
+    let t0 = Instant::now();
+    let mut header = String::new();
+    BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut header)
+        .expect("read the header");
+    assert!(header.starts_with("=== backend green"), "{header}");
+    let out = child.wait_with_output().expect("wait for schbench");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+}

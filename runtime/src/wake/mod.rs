@@ -315,16 +315,15 @@ pub(crate) fn activate(
 ) -> bool {
     let _ = sh;
     debug_assert_eq!(t.cpu(), w.index);
-    if t.st.on_rq() == QUEUED {
+    // `held`: the caller's reference to a task that was already queued (the
+    // queue holds its own), dropped after the task's last use below.
+    let (slot, flags, held) = if t.st.on_rq() == QUEUED {
         // Delayed wake via the wakelist (TTWU_QUEUE_DELAYED).
         let slot = t.slot();
         if rq.q.entity(slot).is_delayed() {
             rq.q.requeue_delayed(slot, now);
         }
-        let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, WakeFlags::NONE, now);
-        crate::task::stats::activated(&t.acct, kind, now);
-        t.st.set_state(RUNNING);
-        preempt
+        (slot, WakeFlags::NONE, Some(t))
     } else {
         // SAFETY: `t` is not queued (checked above, under this lock) and
         // reached us through its claim: either we are the waker that set
@@ -344,19 +343,22 @@ pub(crate) fn activate(
         } else {
             WakeFlags::NONE
         };
-        // The caller's reference moves into the queue: no count
-        // increment and decrement on a line the waker just wrote from
-        // another CPU (a locked RMW there waits for the line; the plain
-        // stores below do not). The task is reached through the queue
-        // from here on; it stays queued while we hold the lock.
-        let slot = rq.q.enqueue(entity, t, enqueue, now);
-        let t = rq.q.payload(slot);
+        // The caller's reference moves into the queue: no count increment
+        // and decrement on a line the waker just wrote from another CPU (a
+        // locked RMW there waits for the line; the plain stores below do
+        // not). The task is reached through the queue from here on; it
+        // stays queued while we hold the lock.
+        (rq.q.enqueue(entity, t, enqueue, now), flags, None)
+    };
+    let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, flags, now);
+    let t = rq.q.payload(slot);
+    if held.is_none() {
+        // just enqueued
         t.set_slot(slot);
         t.st.set_on_rq(QUEUED);
-        let preempt = rq.q.curr() != Some(slot) && rq.q.wakeup_preempt(slot, flags, now);
-        let t = rq.q.payload(slot);
-        crate::task::stats::activated(&t.acct, kind, now);
-        t.st.set_state(RUNNING);
-        preempt
     }
+    crate::task::stats::activated(&t.acct, kind, now);
+    t.st.set_state(RUNNING);
+    drop(held);
+    preempt
 }

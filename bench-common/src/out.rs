@@ -70,6 +70,35 @@ impl Write for Stdout {
     }
 }
 
+/// Runs `cmd` with a stdout whose reader has already gone away and returns
+/// its output (stderr captured), for tests of the [`BROKEN_PIPE_STATUS`]
+/// path.
+///
+/// The pipe's read end is closed before the child exists. Dropping a
+/// piped `Command` stdout after `spawn` instead leaves a race: a child that
+/// another test thread forks in that window holds a copy of the read end
+/// until its `exec`, so a short report can land in the pipe's buffer and the
+/// program exits 0. The window left here (between creating the pipe and
+/// closing its read end) is far smaller; if a run still exits 0, it is
+/// repeated, up to three runs in all, so a program that never reports 141
+/// still fails its test.
+pub fn run_with_stdout_gone(cmd: &mut std::process::Command) -> io::Result<std::process::Output> {
+    let mut runs = 0;
+    loop {
+        let (reader, writer) = io::pipe()?;
+        drop(reader);
+        let out = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()?;
+        runs += 1;
+        if out.status.code() != Some(0) || runs == 3 {
+            return Ok(out);
+        }
+    }
+}
+
 /// `print!` to stdout that ends the program cleanly when stdout is closed
 /// (see [`mod@crate::out`]).
 #[macro_export]

@@ -573,7 +573,7 @@ fn fmt_duration(d: Duration) -> String {
         return "0s".to_string();
     }
     for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if ns % scale == 0 {
+        if ns.is_multiple_of(scale) {
             return format!("{}{unit}", ns / scale);
         }
     }

@@ -374,15 +374,12 @@ fn tiny_latency_and_spawn_runs_with_plots() {
 #[test]
 fn closed_stdout_exits_141_without_a_panic() {
     for args in ["--backend threads", "--backend all --workers 1"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hackbench"))
-            .args(["-g", "1", "-l", "10"])
-            .args(args.split_whitespace())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("the hackbench binary runs");
-        drop(child.stdout.take());
-        let out = child.wait_with_output().expect("hackbench ends");
+        let out = bench_common::out::run_with_stdout_gone(
+            Command::new(env!("CARGO_BIN_EXE_hackbench"))
+                .args(["-g", "1", "-l", "10"])
+                .args(args.split_whitespace()),
+        )
+        .expect("the hackbench binary runs");
         let (_, err) = text(&out);
         assert_eq!(out.status.code(), Some(141), "{args}: {err}");
         assert!(!err.contains("panicked"), "{args}: {err}");

@@ -665,15 +665,12 @@ fn tokio_thread_spawn_failure_is_an_error_not_a_hang() {
 #[test]
 fn closed_stdout_exits_141_without_a_panic() {
     for backend in ["green", "all"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_schbench"))
-            .args(["--backend", backend, "--workers", "1"])
-            .args(["-L", "-m", "1", "-t", "1", "-n", "0", "-r", "1"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run schbench");
-        drop(child.stdout.take());
-        let out = child.wait_with_output().expect("wait for schbench");
+        let out = bench_common::out::run_with_stdout_gone(
+            Command::new(env!("CARGO_BIN_EXE_schbench"))
+                .args(["--backend", backend, "--workers", "1"])
+                .args(["-L", "-m", "1", "-t", "1", "-n", "0", "-r", "1"]),
+        )
+        .expect("run schbench");
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(141), "--backend {backend}: {err}");
         assert!(!err.contains("panicked"), "--backend {backend}: {err}");

@@ -212,14 +212,10 @@ fn assert_has_rows(out: &str, rows: &[&str]) {
 /// 141 instead of a panic (`bench_common::out`).
 #[test]
 fn closed_stdout_exits_141_without_a_panic() {
-    let mut child = Command::new(examples_dir().join("simulate"))
-        .args(["--ms", "20"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run simulate");
-    drop(child.stdout.take());
-    let out = child.wait_with_output().expect("wait for simulate");
+    let out = bench_common::out::run_with_stdout_gone(
+        Command::new(examples_dir().join("simulate")).args(["--ms", "20"]),
+    )
+    .expect("run simulate");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(141), "{err}");
     assert!(!err.contains("panicked"), "{err}");

@@ -52,7 +52,7 @@ fn measure_shares(nices: &[i32]) -> (Vec<f64>, String) {
                     while !stop.load(Ordering::Relaxed) {
                         work_unit(&mut x);
                         n += 1;
-                        if n % 64 == 0 {
+                        if n.is_multiple_of(64) {
                             c.store(n, Ordering::Relaxed);
                         }
                         eevdf_rt::preempt_point();

@@ -786,7 +786,7 @@ impl Sim {
                 }
             }
             Op::Steal { dst_busy, failed } => {
-                let allowed = |id: &u32| id % 3 != 0;
+                let allowed = |id: &u32| !id.is_multiple_of(3);
                 if let Some(s) = self.rq.steal_candidate(now, dst_busy, failed, allowed) {
                     let e = self.rq.entity(s);
                     if Some(s) == self.rq.curr() || e.is_delayed() || !allowed(self.rq.payload(s)) {

@@ -122,7 +122,7 @@ fn join_all_completed_by_green_and_os_threads() {
         });
         for (i, tx) in txs.into_iter().enumerate() {
             let i = i as u32;
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 rt.spawn(move || {
                     eevdf_rt::sleep(Duration::from_millis(2));
                     tx.send(i).unwrap();

@@ -631,7 +631,7 @@ mod tests {
             let mut members: Vec<(u32, u64, u64)> = Vec::new();
             let mut seq = 0u64;
             for _ in 0..600 {
-                let insert = members.len() < 5 || rng.next() % 3 != 0;
+                let insert = members.len() < 5 || !rng.next().is_multiple_of(3);
                 if insert && members.len() < 200 {
                     // a free index
                     let i = (0..300u32)

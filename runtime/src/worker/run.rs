@@ -531,7 +531,7 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
                 break;
             }
             iter = iter.wrapping_add(1);
-            if iter % 32 == 0 {
+            if iter.is_multiple_of(32) {
                 if !in_mask {
                     sh.idle_mask.insert(w.index);
                     in_mask = true;

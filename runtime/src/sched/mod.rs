@@ -86,7 +86,10 @@
 //! otherwise take the node if it is eligible, otherwise go right. The
 //! leftmost node is cached, so the common case — the earliest deadline is
 //! eligible — costs O(1). Insert, erase and every rotation keep the
-//! subtree values exact, so enqueue, dequeue and pick are O(log n); a
+//! subtree values exact, so enqueue, dequeue and pick are O(log n). Up to
+//! eight members — the usual queue — are kept as a sorted array instead,
+//! whose shifts and scans cost less than the links and rotations at that
+//! size (`tree.rs`, "Flat mode"); a
 //! recency list (an intrusive list in the same arena) makes the steal walk
 //! and the switch bookkeeping O(1) per entity.
 //!

@@ -479,22 +479,22 @@ impl<T> RunQueue<T> {
     }
 
     /// The shortest slice among queued entities (§4.5), `u64::MAX` if none:
-    /// the queued current entity's and the tree's (root's `sub_min_slice`).
+    /// the queued current entity's and the tree's.
     fn min_slice_raw(&self) -> Nanos {
         let mut m = u64::MAX;
         if let Some(c) = self.curr_queued() {
             m = self.ent(c).slice;
         }
-        if let Some(r) = self.tree.root() {
-            m = m.min(self.tree.node(r).sub_min_slice);
+        if let Some(t) = self.tree.min_slice() {
+            m = m.min(t);
         }
         m
     }
 
     /// Advances the monotonic base to the smallest queued vruntime (§4.4,
     /// 6.17 `update_min_vruntime`). The tree is deadline ordered, so the
-    /// smallest vruntime is the root's `sub_min_vrt`, not the leftmost
-    /// node's. Moving the base by `d > 0` changes nothing real:
+    /// smallest vruntime is the tree's `min_vrt` (the root's `sub_min_vrt`
+    /// in tree mode), not the leftmost member's. Moving the base by `d > 0` changes nothing real:
     ///
     /// ```text
     /// sum_wk -= sum_w · d
@@ -505,8 +505,7 @@ impl<T> RunQueue<T> {
         if let Some(c) = curr {
             cand = self.ent(c).vrt;
         }
-        if let Some(r) = self.tree.root() {
-            let m = self.tree.node(r).sub_min_vrt;
+        if let Some(m) = self.tree.min_vrt() {
             cand = if curr.is_some() { vmin(cand, m) } else { m };
         }
         let d = vdiff(cand, self.base);
@@ -601,9 +600,7 @@ impl<T> RunQueue<T> {
     /// the unscaled 700 µs base slice.
     fn protect_quantum(&self) -> Nanos {
         if self.feat(Feature::RunToParity) {
-            self.tree
-                .root()
-                .map_or(u64::MAX, |r| self.tree.node(r).sub_min_slice)
+            self.tree.min_slice().unwrap_or(u64::MAX)
         } else {
             NORMALIZED_BASE_SLICE
         }
@@ -829,7 +826,7 @@ impl<T> RunQueue<T> {
         match self.curr {
             // Two tasks: the previous one takes the next one's place as the
             // tree's only member (same sums as put_prev + tree_remove).
-            Some(c) if self.tree.len() == 1 && self.tree.root() == Some(i) => {
+            Some(c) if self.tree.len() == 1 && self.tree.leftmost() == Some(i) => {
                 self.charge_current(now);
                 self.curr = None;
                 let out_vrt = self.tree.node(i).vrt;

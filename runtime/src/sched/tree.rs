@@ -16,20 +16,40 @@
 //! nothing changes any more) and for both nodes of every rotation, so every
 //! operation is O(log n).
 //!
+//! **Flat mode.** A run queue usually holds a handful of entities, and for
+//! those the tree's links, heights, rotations and augmentation cost more
+//! than they save (an insert or a removal ran ~200 instructions with four
+//! members). Up to [`FLAT_MAX`] members therefore live in a small array in
+//! deadline order instead: an insert shifts the later members up, a removal
+//! shifts them down, the two minima are kept beside the array (a removal
+//! that takes one away rescans), and the pick scans for the first eligible
+//! member in order. The array becomes a tree when an
+//! insert would exceed [`FLAT_MAX`] and goes back to an array when a
+//! removal leaves [`FLAT_BACK`] members, so a queue that hovers at the
+//! boundary does not convert at every step. Both layouts give the same
+//! order, ties included, and the same answers.
+//!
 //! The tree keeps its own copy of each member's `vdl`, `vrt` and `slice`
 //! (taken at insertion): the descent of the pick then touches only this
 //! compact array. A member's keys must not change while it is in the tree
 //! (docs/eevdf.md §3.4); the run queue brackets every change with remove/insert
 //! and its invariant check compares the copies with the entities.
 //!
-//! Must not: know about eligibility, weights, entities or payloads; the
-//! pick's descent lives in the run queue and only walks this tree through
-//! [`AugTree::root`], [`AugTree::left`], [`AugTree::right`] and the node keys.
+//! Must not: know about eligibility, weights, entities or payloads. The
+//! pick's query, [`AugTree::first_where`], takes the eligibility test as a
+//! predicate on `vrt` that the run queue supplies.
 
 use super::vtime::{vdiff, vmin};
 
 /// "No node": the null link.
 pub(crate) const NIL: u32 = u32::MAX;
+
+/// Most members kept in flat mode (a sorted array); one more makes a tree.
+pub(crate) const FLAT_MAX: usize = 8;
+
+/// A tree that a removal leaves with this many members goes back to flat
+/// mode (below [`FLAT_MAX`], so the layout does not flip at every step).
+pub(crate) const FLAT_BACK: usize = 4;
 
 /// One node of the tree: links, AVL height, keys and augmentation.
 #[derive(Clone, Copy, Debug)]
@@ -84,24 +104,44 @@ const EMPTY: Node = Node {
     sub_min_slice: 0,
 };
 
-/// An AVL tree over arena indexes, ordered by virtual deadline and augmented
-/// with the subtree minima of `vrt` and `slice`.
-#[derive(Clone, Debug, Default)]
+/// The members of a run queue in virtual-deadline order: a sorted array of
+/// at most [`FLAT_MAX`] arena indexes (flat mode), or an AVL tree over arena
+/// indexes augmented with the subtree minima of `vrt` and `slice`.
+#[derive(Clone, Debug)]
 pub(crate) struct AugTree {
     nodes: Vec<Node>,
+    /// Tree mode: the root. `NIL` when empty and in flat mode.
     root: u32,
     leftmost: u32,
     len: u32,
+    /// Flat mode: the members are `order[..len]`, in deadline order, and
+    /// their nodes carry keys but no links.
+    flat: bool,
+    order: [u32; FLAT_MAX],
+    /// Flat mode, with members: their earliest `vrt` and smallest `slice`
+    /// (what a tree's root aggregates), kept up to date by every change.
+    flat_min_vrt: u64,
+    flat_min_slice: u64,
+}
+
+impl Default for AugTree {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl AugTree {
-    /// An empty tree.
+    /// An empty tree (in flat mode).
     pub(crate) fn new() -> Self {
         AugTree {
             nodes: Vec::new(),
             root: NIL,
             leftmost: NIL,
             len: 0,
+            flat: true,
+            order: [NIL; FLAT_MAX],
+            flat_min_vrt: 0,
+            flat_min_slice: 0,
         }
     }
 
@@ -111,10 +151,10 @@ impl AugTree {
         self.len
     }
 
-    /// The root, if any.
-    #[inline]
-    pub(crate) fn root(&self) -> Option<u32> {
-        (self.root != NIL).then_some(self.root)
+    /// Whether the members are kept as a sorted array (flat mode).
+    #[cfg(test)]
+    pub(crate) fn is_flat(&self) -> bool {
+        self.flat
     }
 
     /// The member with the earliest deadline (cached), if any.
@@ -123,18 +163,95 @@ impl AugTree {
         (self.leftmost != NIL).then_some(self.leftmost)
     }
 
-    /// Left child of member `i`.
+    /// Flat mode: the members in deadline order.
     #[inline]
-    pub(crate) fn left(&self, i: u32) -> Option<u32> {
-        let l = self.nodes[i as usize].left;
-        (l != NIL).then_some(l)
+    fn flat_members(&self) -> &[u32] {
+        &self.order[..self.len as usize]
     }
 
-    /// Right child of member `i`.
+    /// The earliest `vrt` of all members (by signed difference), if any.
     #[inline]
-    pub(crate) fn right(&self, i: u32) -> Option<u32> {
-        let r = self.nodes[i as usize].right;
-        (r != NIL).then_some(r)
+    pub(crate) fn min_vrt(&self) -> Option<u64> {
+        if self.len == 0 {
+            None
+        } else if self.flat {
+            Some(self.flat_min_vrt)
+        } else {
+            Some(self.nodes[self.root as usize].sub_min_vrt)
+        }
+    }
+
+    /// The smallest `slice` of all members, if any.
+    #[inline]
+    pub(crate) fn min_slice(&self) -> Option<u64> {
+        if self.len == 0 {
+            None
+        } else if self.flat {
+            Some(self.flat_min_slice)
+        } else {
+            Some(self.nodes[self.root as usize].sub_min_slice)
+        }
+    }
+
+    /// Flat mode: recomputes both minima by a scan (after a removal took
+    /// one of them away, or after a conversion).
+    fn rescan_flat_minima(&mut self) {
+        let (mut v, mut sl) = (0, 0);
+        for (k, &i) in self.order[..self.len as usize].iter().enumerate() {
+            let n = &self.nodes[i as usize];
+            (v, sl) = if k == 0 {
+                (n.vrt, n.slice)
+            } else {
+                (vmin(v, n.vrt), sl.min(n.slice))
+            };
+        }
+        self.flat_min_vrt = v;
+        self.flat_min_slice = sl;
+    }
+
+    /// The first member in deadline order whose `vrt` satisfies `pred`, which
+    /// must be monotone: if it holds for some `v`, it holds for every `vrt`
+    /// that compares earlier (the pick's eligibility, `(v − base)·W ≤ S`).
+    ///
+    /// The leftmost member is tried first (the common case, and the whole
+    /// answer with one member). Then flat mode scans on in order, and tree
+    /// mode descends ([`AugTree::descend_first_where`]). O(log n).
+    #[inline(always)]
+    pub(crate) fn first_where(&self, pred: impl Fn(u64) -> bool) -> Option<u32> {
+        if self.leftmost == NIL {
+            return None;
+        }
+        if pred(self.nodes[self.leftmost as usize].vrt) {
+            return Some(self.leftmost);
+        }
+        if self.flat {
+            self.flat_members()[1..]
+                .iter()
+                .copied()
+                .find(|&i| pred(self.nodes[i as usize].vrt))
+        } else {
+            self.descend_first_where(&pred)
+        }
+    }
+
+    /// Tree mode's search for [`AugTree::first_where`]: a left subtree whose
+    /// `sub_min_vrt` satisfies `pred` holds the answer (by monotonicity some
+    /// member in it does, and all of them come first); otherwise the node
+    /// itself if it qualifies; otherwise the answer is in the right subtree.
+    #[inline(never)]
+    fn descend_first_where(&self, pred: &impl Fn(u64) -> bool) -> Option<u32> {
+        let mut x = self.root;
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            if n.left != NIL && pred(self.nodes[n.left as usize].sub_min_vrt) {
+                x = n.left;
+            } else if pred(n.vrt) {
+                return Some(x);
+            } else {
+                x = n.right;
+            }
+        }
+        None
     }
 
     /// Node `i` (keys and augmentation). Only meaningful for members.
@@ -301,6 +418,35 @@ impl AugTree {
         }
         assert!(!self.nodes[idx].linked, "tree: index {i} inserted twice");
         self.nodes[idx] = Node::leaf(vdl, vrt, slice);
+        if self.flat && self.len as usize == FLAT_MAX {
+            self.grow_into_tree();
+        }
+        if self.flat {
+            // shift the members with a later deadline up; an equal deadline
+            // stays before the newcomer
+            let mut p = self.len as usize;
+            while p > 0 && vdiff(vdl, self.nodes[self.order[p - 1] as usize].vdl) < 0 {
+                self.order[p] = self.order[p - 1];
+                p -= 1;
+            }
+            self.order[p] = i;
+            if self.len == 0 {
+                (self.flat_min_vrt, self.flat_min_slice) = (vrt, slice);
+            } else {
+                self.flat_min_vrt = vmin(self.flat_min_vrt, vrt);
+                self.flat_min_slice = self.flat_min_slice.min(slice);
+            }
+            self.len += 1;
+            self.leftmost = self.order[0];
+            return;
+        }
+        self.link(i);
+    }
+
+    /// Tree mode: links member `i`, whose node holds its keys as a leaf.
+    fn link(&mut self, i: u32) {
+        let idx = i as usize;
+        let vdl = self.nodes[idx].vdl;
         self.len += 1;
         if self.root == NIL {
             self.root = i;
@@ -340,9 +486,10 @@ impl AugTree {
     /// the only member.
     pub(crate) fn replace_sole(&mut self, out: u32, i: u32, vdl: u64, vrt: u64, slice: u64) {
         assert!(
-            self.len == 1 && self.root == out,
+            self.len == 1 && self.leftmost == out,
             "tree: replace_sole of {out}, which is not the only member"
         );
+        debug_assert!(self.flat, "a tree of one member is flat");
         let idx = i as usize;
         if idx >= self.nodes.len() {
             self.nodes.resize(idx + 1, EMPTY);
@@ -350,12 +497,54 @@ impl AugTree {
         assert!(!self.nodes[idx].linked, "tree: index {i} inserted twice");
         self.nodes[out as usize] = EMPTY;
         self.nodes[idx] = Node::leaf(vdl, vrt, slice);
-        self.root = i;
+        self.order[0] = i;
         self.leftmost = i;
+        (self.flat_min_vrt, self.flat_min_slice) = (vrt, slice);
+    }
+
+    /// Flat mode → tree mode: links the members one by one in order, so
+    /// equal deadlines keep their order (an equal key goes right).
+    fn grow_into_tree(&mut self) {
+        let members = self.order;
+        let n = self.len as usize;
+        self.flat = false;
+        self.len = 0;
+        self.root = NIL;
+        self.leftmost = NIL;
+        for &i in &members[..n] {
+            let k = &self.nodes[i as usize];
+            self.nodes[i as usize] = Node::leaf(k.vdl, k.vrt, k.slice);
+            self.link(i);
+        }
+    }
+
+    /// Tree mode → flat mode (at most [`FLAT_MAX`] members): the in-order
+    /// walk fills the array, and the nodes drop their links.
+    fn shrink_into_array(&mut self) {
+        debug_assert!(self.len as usize <= FLAT_MAX);
+        let mut k = 0;
+        let mut cur = self.leftmost;
+        while cur != NIL {
+            self.order[k] = cur;
+            k += 1;
+            cur = self.next(cur).unwrap_or(NIL);
+        }
+        for &i in &self.order[..k] {
+            let n = &self.nodes[i as usize];
+            self.nodes[i as usize] = Node::leaf(n.vdl, n.vrt, n.slice);
+        }
+        self.flat = true;
+        self.root = NIL;
+        self.rescan_flat_minima();
     }
 
     /// The member following `i` in deadline order.
     pub(crate) fn next(&self, i: u32) -> Option<u32> {
+        if self.flat {
+            let m = self.flat_members();
+            let p = m.iter().position(|&x| x == i)?;
+            return m.get(p + 1).copied();
+        }
         let n = &self.nodes[i as usize];
         if n.right != NIL {
             return Some(self.min_of(n.right));
@@ -379,6 +568,23 @@ impl AugTree {
     /// Removes member `i`.
     pub(crate) fn remove(&mut self, i: u32) {
         assert!(self.contains(i), "tree: index {i} is not a member");
+        if self.flat {
+            let n = self.len as usize;
+            let p = self.order[..n]
+                .iter()
+                .position(|&x| x == i)
+                .expect("tree: a flat member is in the array");
+            self.order.copy_within(p + 1..n, p);
+            self.order[n - 1] = NIL;
+            self.len -= 1;
+            self.leftmost = if self.len == 0 { NIL } else { self.order[0] };
+            let gone = self.nodes[i as usize];
+            self.nodes[i as usize] = EMPTY;
+            if gone.vrt == self.flat_min_vrt || gone.slice == self.flat_min_slice {
+                self.rescan_flat_minima();
+            }
+            return;
+        }
         if self.leftmost == i {
             // the leftmost node has no left child: its successor is the
             // minimum of its right subtree, or its parent
@@ -420,6 +626,9 @@ impl AugTree {
         }
         self.nodes[i as usize] = EMPTY;
         self.len -= 1;
+        if self.len as usize <= FLAT_BACK {
+            self.shrink_into_array();
+        }
     }
 
     /// Members in deadline order (O(n); for checks and tests).
@@ -437,6 +646,12 @@ impl AugTree {
     /// balance, heights, order, augmentation, the leftmost cache and the
     /// member count. Returns the first violation.
     pub(crate) fn check(&self) -> Result<(), String> {
+        if self.flat {
+            return self.check_flat();
+        }
+        if (self.len as usize) <= FLAT_BACK {
+            return Err(format!("tree: {} members in tree mode", self.len));
+        }
         let mut count = 0u32;
         if self.root != NIL && self.nodes[self.root as usize].parent != NIL {
             return Err("tree: root has a parent".into());
@@ -507,8 +722,11 @@ impl AugTree {
                 self.leftmost
             ));
         }
-        // order: non-decreasing deadlines along the in-order walk
-        let order = self.in_order();
+        self.check_order(&self.in_order())
+    }
+
+    /// Non-decreasing deadlines along `order`.
+    fn check_order(&self, order: &[u32]) -> Result<(), String> {
         for w in order.windows(2) {
             let (a, b) = (&self.nodes[w[0] as usize], &self.nodes[w[1] as usize]);
             if vdiff(b.vdl, a.vdl) < 0 {
@@ -519,6 +737,57 @@ impl AugTree {
             }
         }
         Ok(())
+    }
+
+    /// Flat mode's invariants: at most [`FLAT_MAX`] distinct linked members
+    /// without links, no root, every other node unlinked, the cached minima
+    /// and leftmost, and deadline order.
+    fn check_flat(&self) -> Result<(), String> {
+        let members = self
+            .order
+            .get(..self.len as usize)
+            .ok_or_else(|| format!("tree: {} members in flat mode (most {FLAT_MAX})", self.len))?;
+        if self.root != NIL {
+            return Err("tree: a root in flat mode".into());
+        }
+        for (k, &i) in members.iter().enumerate() {
+            let n = self
+                .nodes
+                .get(i as usize)
+                .ok_or_else(|| format!("tree: flat member {i} has no node"))?;
+            if !n.linked || members[..k].contains(&i) {
+                return Err(format!("tree: flat member {i} unlinked or repeated"));
+            }
+            if n.left != NIL || n.right != NIL || n.parent != NIL {
+                return Err(format!("tree: flat member {i} has tree links"));
+            }
+        }
+        let linked = self.nodes.iter().filter(|n| n.linked).count() as u32;
+        if linked != self.len {
+            return Err(format!("tree: {linked} linked nodes, len {}", self.len));
+        }
+        if let Some(&first) = members.first() {
+            let n = &self.nodes[first as usize];
+            let mut v = n.vrt;
+            let mut sl = n.slice;
+            for &i in &members[1..] {
+                v = vmin(v, self.nodes[i as usize].vrt);
+                sl = sl.min(self.nodes[i as usize].slice);
+            }
+            if (v, sl) != (self.flat_min_vrt, self.flat_min_slice) {
+                return Err(format!(
+                    "tree: flat minima ({}, {}) != recomputed ({v}, {sl})",
+                    self.flat_min_vrt, self.flat_min_slice
+                ));
+            }
+        }
+        if self.leftmost != members.first().copied().unwrap_or(NIL) {
+            return Err(format!(
+                "tree: cached leftmost {} is not the first member",
+                self.leftmost
+            ));
+        }
+        self.check_order(members)
     }
 }
 
@@ -548,7 +817,8 @@ mod tests {
     fn empty_tree() {
         let t = AugTree::new();
         assert_eq!(t.len(), 0);
-        assert_eq!(t.root(), None);
+        assert_eq!((t.min_vrt(), t.min_slice()), (None, None));
+        assert_eq!(t.first_where(|_| true), None);
         assert_eq!(t.leftmost(), None);
         t.check().unwrap();
     }
@@ -561,13 +831,13 @@ mod tests {
         for i in 0..100u32 {
             t.insert(i, 1000 + i as u64, 500 - i as u64, 1000 - i as u64);
             t.check().unwrap();
-            let r = t.node(t.root().unwrap());
-            assert_eq!(r.sub_min_vrt, 500 - i as u64);
-            assert_eq!(r.sub_min_slice, 1000 - i as u64);
+            assert_eq!(t.min_vrt(), Some(500 - i as u64));
+            assert_eq!(t.min_slice(), Some(1000 - i as u64));
             assert_eq!(t.leftmost(), Some(0));
+            assert_eq!(t.is_flat(), i < FLAT_MAX as u32);
         }
         // balanced: height ≤ 1.44 log2(n+2)
-        assert!(t.node(t.root().unwrap()).height <= 10);
+        assert!(t.node(t.root).height <= 10);
         assert_eq!(t.in_order(), (0..100).collect::<Vec<_>>());
     }
 
@@ -615,24 +885,36 @@ mod tests {
         assert_eq!(t.in_order(), vec![1, 2, 0, 3]);
         // base+3 wraps past zero; it must still be the minimum vrt after index 1 leaves
         t.remove(1);
-        assert_eq!(t.node(t.root().unwrap()).sub_min_vrt, base.wrapping_add(3));
+        assert_eq!(t.min_vrt(), Some(base.wrapping_add(3)));
     }
 
+    /// Random inserts and removals against a sorted reference, in both
+    /// layouts and across their conversions: half the rounds keep the
+    /// queue around the flat/tree boundary (at most 12 members), the others
+    /// let it grow to 200. Checks the order, the minima and the pick's
+    /// query with a random eligibility threshold at every step.
     #[test]
     fn random_operations_match_reference() {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let (mut flat_steps, mut tree_steps) = (0, 0);
         for round in 0..20 {
             let base = if round % 2 == 0 {
                 0u64.wrapping_sub(1 << 20)
             } else {
                 rng.next()
             };
+            let cap = if round % 4 < 2 { 12 } else { 200 };
             let mut t = AugTree::new();
             let mut members: Vec<(u32, u64, u64)> = Vec::new();
             let mut seq = 0u64;
             for _ in 0..600 {
-                let insert = members.len() < 5 || !rng.next().is_multiple_of(3);
-                if insert && members.len() < 200 {
+                // a random walk around the boundary, or a drift upwards
+                let insert = if cap == 12 {
+                    rng.next().is_multiple_of(2)
+                } else {
+                    members.len() < 5 || !rng.next().is_multiple_of(3)
+                };
+                if insert && members.len() < cap {
                     // a free index
                     let i = (0..300u32)
                         .map(|_| (rng.next() % 300) as u32)
@@ -651,23 +933,27 @@ mod tests {
                     t.remove(i);
                 }
                 t.check().unwrap();
-                assert_eq!(t.len() as usize, members.len());
-                assert_eq!(t.in_order(), reference_order(&members, base));
-                if let Some(r) = t.root() {
-                    let min_slice = members
-                        .iter()
-                        .map(|&(i, _, _)| t.node(i).slice)
-                        .min()
-                        .unwrap();
-                    assert_eq!(t.node(r).sub_min_slice, min_slice);
-                    let min_vrt = members
-                        .iter()
-                        .map(|&(i, _, _)| t.node(i).vrt)
-                        .reduce(vmin)
-                        .unwrap();
-                    assert_eq!(t.node(r).sub_min_vrt, min_vrt);
+                if t.is_flat() {
+                    flat_steps += 1;
+                } else {
+                    tree_steps += 1;
                 }
+                assert_eq!(t.len() as usize, members.len());
+                let order = reference_order(&members, base);
+                assert_eq!(t.in_order(), order);
+                let min_slice = members.iter().map(|&(i, _, _)| t.node(i).slice).min();
+                assert_eq!(t.min_slice(), min_slice);
+                let min_vrt = members.iter().map(|&(i, _, _)| t.node(i).vrt).reduce(vmin);
+                assert_eq!(t.min_vrt(), min_vrt);
+                let limit = base.wrapping_add(rng.next() % 1000).wrapping_sub(500);
+                let eligible = |v: u64| vdiff(v, limit) <= 0;
+                let first = order.iter().copied().find(|&i| eligible(t.node(i).vrt));
+                assert_eq!(t.first_where(eligible), first);
             }
         }
+        assert!(
+            flat_steps > 1000 && tree_steps > 1000,
+            "{flat_steps} steps flat, {tree_steps} as a tree"
+        );
     }
 }

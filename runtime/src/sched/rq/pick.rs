@@ -52,31 +52,9 @@ impl<T> RunQueue<T> {
             }
         }
 
-        // Fast path: the earliest deadline of all is eligible.
-        let mut best = self
-            .tree
-            .leftmost()
-            .filter(|&l| eligible(self.tree.node(l).vrt));
-        if best.is_none() {
-            // Descent: keys are deadlines, so a left subtree holding any
-            // eligible entity (its sub_min_vrt is eligible: eligibility is
-            // monotone in vrt) contains the answer; otherwise the node
-            // itself if eligible; otherwise the answer is on the right.
-            let mut n = self.tree.root();
-            while let Some(x) = n {
-                if let Some(l) = self.tree.left(x) {
-                    if eligible(self.tree.node(l).sub_min_vrt) {
-                        n = Some(l);
-                        continue;
-                    }
-                }
-                if eligible(self.tree.node(x).vrt) {
-                    best = Some(x);
-                    break;
-                }
-                n = self.tree.right(x);
-            }
-        }
+        // The eligible member with the earliest deadline (eligibility is
+        // monotone in vrt; the tree's query explains its search).
+        let best = self.tree.first_where(eligible);
         match (best, curr) {
             // curr wins only with a strictly earlier deadline
             (Some(b), Some(c)) if vdiff(self.ent(c).vdl, self.tree.node(b).vdl) < 0 => Some(c),

@@ -70,6 +70,22 @@ impl Write for Stdout {
     }
 }
 
+/// Ends the program for what clap returned instead of options. Help and
+/// version text go to stdout like any report — through [`print()`], so a
+/// closed reader (`schbench --help | head -1`) ends the program with
+/// [`BROKEN_PIPE_STATUS`] instead of clap's silent 0 — and exit 0; usage
+/// errors go to stderr with clap's status 2. On a terminal, clap prints
+/// (with its colours) and exits itself.
+pub fn exit_clap(e: clap::Error) -> ! {
+    use std::io::IsTerminal;
+    if e.use_stderr() || io::stdout().is_terminal() {
+        e.exit()
+    }
+    print(format_args!("{}", e.render()));
+    flush();
+    std::process::exit(e.exit_code())
+}
+
 /// Runs `cmd` with a stdout whose reader has already gone away and returns
 /// its output (stderr captured), for tests of the [`BROKEN_PIPE_STATUS`]
 /// path.

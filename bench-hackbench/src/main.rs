@@ -37,10 +37,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cfg = match opts::parse(std::env::args_os()) {
         Ok(c) => c,
-        Err(OptsError::Clap(e)) => {
-            let _ = e.print();
-            return ExitCode::from(e.exit_code() as u8);
-        }
+        Err(OptsError::Clap(e)) => bench_common::out::exit_clap(e),
         Err(OptsError::Usage(m)) => {
             eprintln!("hackbench: {m}\nTry 'hackbench --help' for more information.");
             return ExitCode::from(2);

@@ -373,7 +373,7 @@ fn tiny_latency_and_spawn_runs_with_plots() {
 /// status 141, as SIGPIPE ends a C tool, instead of a panic.
 #[test]
 fn closed_stdout_exits_141_without_a_panic() {
-    for args in ["--backend threads", "--backend all --workers 1"] {
+    for args in ["--backend threads", "--backend all --workers 1", "--help"] {
         let out = bench_common::out::run_with_stdout_gone(
             Command::new(env!("CARGO_BIN_EXE_hackbench"))
                 .args(["-g", "1", "-l", "10"])

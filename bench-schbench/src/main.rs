@@ -21,7 +21,7 @@ fn main() -> ExitCode {
     };
     let plan = match Plan::parse(std::env::args_os(), &allowed) {
         Ok(plan) => plan,
-        Err(ParseError::Clap(clap_error)) => clap_error.exit(),
+        Err(ParseError::Clap(clap_error)) => bench_common::out::exit_clap(clap_error),
         Err(ParseError::Usage(UsageError(msg))) => return usage_error(&msg),
     };
     let backends = match backend::select(&plan) {

@@ -675,6 +675,12 @@ fn closed_stdout_exits_141_without_a_panic() {
         assert_eq!(out.status.code(), Some(141), "--backend {backend}: {err}");
         assert!(!err.contains("panicked"), "--backend {backend}: {err}");
     }
+    // help is a report too (clap alone would exit 0 quietly)
+    let out = bench_common::out::run_with_stdout_gone(
+        Command::new(env!("CARGO_BIN_EXE_schbench")).arg("--help"),
+    )
+    .expect("run schbench --help");
+    assert_eq!(out.status.code(), Some(141), "--help: {}", stderr(&out));
 }
 
 /// A reader that goes away mid-run (`schbench … | head -1`: the header was

@@ -160,7 +160,7 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let args = Args::parse();
+    let args: Args = examples::cli::parse();
     let grt = eevdf_rt::Builder::new()
         .workers(1)
         .build()

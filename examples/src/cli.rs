@@ -5,22 +5,25 @@
 //! (checked before anything runs, written only at the end, never left
 //! empty), and `--trace`.
 
-use bench_common::outln;
+use bench_common::{out, outln};
 use std::fmt::Display;
 use std::path::Path;
 use std::process::ExitCode;
 
 /// Parses the arguments with clap; on a usage error prints clap's message
-/// and exits with status 2 (help and version print and exit 0).
+/// and exits with status 2 (help and version print and exit 0, or 141 into
+/// a closed pipe: `bench_common::out::exit_clap`).
 pub fn parse<P: clap::Parser>() -> P {
-    P::try_parse().unwrap_or_else(|e| e.exit())
+    P::try_parse().unwrap_or_else(|e| out::exit_clap(e))
 }
 
 /// Parses like [`parse`] and also returns clap's matches, which tell an
 /// option given on the command line from its default (see [`first_given`]).
 pub fn parse_with_matches<P: clap::Parser>() -> (P, clap::ArgMatches) {
-    let m = P::command().try_get_matches().unwrap_or_else(|e| e.exit());
-    let p = P::from_arg_matches(&m).unwrap_or_else(|e| e.format(&mut P::command()).exit());
+    let m = P::command()
+        .try_get_matches()
+        .unwrap_or_else(|e| out::exit_clap(e));
+    let p = P::from_arg_matches(&m).unwrap_or_else(|e| out::exit_clap(e.format(&mut P::command())));
     (p, m)
 }
 

@@ -212,13 +212,15 @@ fn assert_has_rows(out: &str, rows: &[&str]) {
 /// 141 instead of a panic (`bench_common::out`).
 #[test]
 fn closed_stdout_exits_141_without_a_panic() {
-    let out = bench_common::out::run_with_stdout_gone(
-        Command::new(examples_dir().join("simulate")).args(["--ms", "20"]),
-    )
-    .expect("run simulate");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(141), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
+    for args in [&["--ms", "20"][..], &["--help"]] {
+        let out = bench_common::out::run_with_stdout_gone(
+            Command::new(examples_dir().join("simulate")).args(args),
+        )
+        .expect("run simulate");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
 }
 
 #[test]

@@ -494,7 +494,8 @@ impl<T> RunQueue<T> {
     /// Advances the monotonic base to the smallest queued vruntime (§4.4,
     /// 6.17 `update_min_vruntime`). The tree is deadline ordered, so the
     /// smallest vruntime is the tree's `min_vrt` (the root's `sub_min_vrt`
-    /// in tree mode), not the leftmost member's. Moving the base by `d > 0` changes nothing real:
+    /// in tree mode), not the leftmost member's. Moving the base by `d > 0`
+    /// changes nothing real:
     ///
     /// ```text
     /// sum_wk -= sum_w · d

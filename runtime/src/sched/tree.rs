@@ -169,44 +169,49 @@ impl AugTree {
         &self.order[..self.len as usize]
     }
 
-    /// The earliest `vrt` of all members (by signed difference), if any.
+    /// The earliest `vrt` (by signed difference) and the smallest `slice` of
+    /// all members, if any: the cached pair in flat mode, the root's
+    /// aggregates in tree mode.
     #[inline]
-    pub(crate) fn min_vrt(&self) -> Option<u64> {
+    fn minima(&self) -> Option<(u64, u64)> {
         if self.len == 0 {
             None
         } else if self.flat {
-            Some(self.flat_min_vrt)
+            Some((self.flat_min_vrt, self.flat_min_slice))
         } else {
-            Some(self.nodes[self.root as usize].sub_min_vrt)
+            let r = &self.nodes[self.root as usize];
+            Some((r.sub_min_vrt, r.sub_min_slice))
         }
+    }
+
+    /// The earliest `vrt` of all members (by signed difference), if any.
+    #[inline]
+    pub(crate) fn min_vrt(&self) -> Option<u64> {
+        self.minima().map(|(v, _)| v)
     }
 
     /// The smallest `slice` of all members, if any.
     #[inline]
     pub(crate) fn min_slice(&self) -> Option<u64> {
-        if self.len == 0 {
-            None
-        } else if self.flat {
-            Some(self.flat_min_slice)
-        } else {
-            Some(self.nodes[self.root as usize].sub_min_slice)
-        }
+        self.minima().map(|(_, s)| s)
     }
 
-    /// Flat mode: recomputes both minima by a scan (after a removal took
-    /// one of them away, or after a conversion).
+    /// Flat mode: both minima of the members, recomputed by a scan (`(0, 0)`
+    /// when there are none).
+    fn scan_flat_minima(&self) -> (u64, u64) {
+        let mut it = self.flat_members().iter().map(|&i| &self.nodes[i as usize]);
+        let Some(first) = it.next() else {
+            return (0, 0);
+        };
+        it.fold((first.vrt, first.slice), |(v, s), n| {
+            (vmin(v, n.vrt), s.min(n.slice))
+        })
+    }
+
+    /// Flat mode: refreshes the cached minima (after a removal took one of
+    /// them away, or after a conversion).
     fn rescan_flat_minima(&mut self) {
-        let (mut v, mut sl) = (0, 0);
-        for (k, &i) in self.order[..self.len as usize].iter().enumerate() {
-            let n = &self.nodes[i as usize];
-            (v, sl) = if k == 0 {
-                (n.vrt, n.slice)
-            } else {
-                (vmin(v, n.vrt), sl.min(n.slice))
-            };
-        }
-        self.flat_min_vrt = v;
-        self.flat_min_slice = sl;
+        (self.flat_min_vrt, self.flat_min_slice) = self.scan_flat_minima();
     }
 
     /// The first member in deadline order whose `vrt` satisfies `pred`, which
@@ -766,14 +771,8 @@ impl AugTree {
         if linked != self.len {
             return Err(format!("tree: {linked} linked nodes, len {}", self.len));
         }
-        if let Some(&first) = members.first() {
-            let n = &self.nodes[first as usize];
-            let mut v = n.vrt;
-            let mut sl = n.slice;
-            for &i in &members[1..] {
-                v = vmin(v, self.nodes[i as usize].vrt);
-                sl = sl.min(self.nodes[i as usize].slice);
-            }
+        if !members.is_empty() {
+            let (v, sl) = self.scan_flat_minima();
             if (v, sl) != (self.flat_min_vrt, self.flat_min_slice) {
                 return Err(format!(
                     "tree: flat minima ({}, {}) != recomputed ({v}, {sl})",

@@ -19,6 +19,16 @@ cargo build --release -p bench-schbench -p bench-hackbench -p examples --example
 sb=target/release/schbench
 hb=target/release/hackbench
 
+# The host's cache-line round trip between the first two CPUs, appended to
+# $out/cache-line.txt before each wakeup-bound run: on a VM it moves by up
+# to 7x when the hypervisor moves the vCPUs (examples/examples/cache_line.rs),
+# and two-worker results move with it.
+probe() {
+  { echo "== before $1 ($(date +%H:%M:%S))"
+    target/release/examples/cache_line --samples 3 --pause-ms 0 | tail -1
+  } >> "$out/cache-line.txt" 2>&1 || true
+}
+
 if [[ $part == all || $part == schbench ]]; then
   i=0
   for args in "-L -m 1 -t 4 -n 0 -s 0 -r 10" "-L -m 1 -t 4 -n 0 -r 10" \
@@ -26,6 +36,7 @@ if [[ $part == all || $part == schbench ]]; then
     i=$((i + 1))
     for r in $(seq 1 $runs); do
       echo "== schbench $args (run $r)"
+      probe "schbench-w$i-r$r"
       # shellcheck disable=SC2086
       $sb --backend all --workers 2 $args -J "w$i" -j "$out/schbench-w$i-r$r.json" \
           --plot "$out/schbench-w$i.svg" > "$out/schbench-w$i-r$r.txt" 2>&1
@@ -50,6 +61,7 @@ if [[ $part == all || $part == hackbench ]]; then
     flag=""; [[ $t == pipes ]] && flag="-p"
     for r in $(seq 1 $runs); do
       echo "== hackbench -g 4 -l 1000 $t (run $r)"
+      probe "hackbench-$t-r$r"
       # shellcheck disable=SC2086
       $hb -g 4 -l 1000 --backend all --workers 2 $flag --plot "$out/hackbench-$t.svg" \
           > "$out/hackbench-$t-r$r.txt" 2>&1

@@ -70,7 +70,12 @@
 //! waiting for a CPU in the kernel (`/proc/self/task/*/schedstat`) — trust
 //! rounds with a low OS wait. The generator asks the kernel for a 100 µs
 //! slice (`sched_setattr`, Linux 6.12+) so that it sends on time while the
-//! workers saturate the CPUs; its send lag is reported too.
+//! workers saturate the CPUs; its send lag is reported too. Its worst send
+//! lag, per round, tells a stall of the whole machine from one of the
+//! runtime: on a VM the host sometimes deschedules every vCPU for 5–11 ms
+//! (seen on 2026-12-06 in either runtime's rounds, at random), which
+//! delays the generator as much as the handlers and decides the p99.9 and
+//! the maximum of any round it hits.
 //!
 //! **Transport.** `--transport tcp` sends the requests over one loopback
 //! TCP connection per handler instead, through each runtime's I/O
@@ -378,8 +383,20 @@ struct Outcome {
     stats: Option<WorkerStats>,
     /// Kernel run-queue wait of the workers over the windows, if known.
     run_delay: Option<Duration>,
-    /// Each round's p99 (µs) and workers' OS wait share, for the noise report.
-    rounds: Vec<(f64, f64)>,
+    /// Each round's figures, for the noise report.
+    rounds: Vec<Round>,
+}
+
+/// One round of one runtime, for the noise report.
+#[derive(Clone, Copy)]
+struct Round {
+    /// Request latency p99, µs.
+    p99: f64,
+    /// Share of the workers' time runnable but waiting for a CPU in the kernel.
+    os_wait: f64,
+    /// The generator's worst send lag, µs: a stall of the whole machine
+    /// (the host descheduling its vCPUs) delays the generator too.
+    worst_send_lag: f64,
 }
 
 impl Outcome {
@@ -510,7 +527,11 @@ fn outcome(
         rounds: Vec::new(),
         latency,
     };
-    o.rounds = vec![(hist::quantile_us(&o.latency, 0.99), o.os_wait())];
+    o.rounds = vec![Round {
+        p99: hist::quantile_us(&o.latency, 0.99),
+        os_wait: o.os_wait(),
+        worst_send_lag: hist::max_us(&o.send_lag),
+    }];
     o
 }
 
@@ -932,6 +953,7 @@ fn print_table(outcomes: &[Outcome]) {
         &|o| hist::quantile_us(&o.send_lag, 0.99),
         &fmt_us,
     );
+    row("send lag max", &|o| hist::max_us(&o.send_lag), &fmt_us);
     row("batch units/s", &|o| o.batch_rate(), &count);
     let pct = |v: f64| {
         if v.is_nan() {
@@ -944,18 +966,25 @@ fn print_table(outcomes: &[Outcome]) {
     if outcomes.iter().any(|o| o.rounds.len() > 1) {
         row(
             "p99, median round",
-            &|o| examples::median(o.rounds.iter().map(|r| r.0)),
+            &|o| examples::median(o.rounds.iter().map(|r| r.p99)),
             &fmt_us,
         );
         outln!(
             "
-per round: p99 (workers' OS wait)"
+per round: p99 (workers' OS wait; generator's worst send lag)"
         );
         for o in outcomes {
             let rounds: Vec<String> = o
                 .rounds
                 .iter()
-                .map(|&(p99, wait)| format!("{} ({})", fmt_us(p99), pct(wait)))
+                .map(|r| {
+                    format!(
+                        "{} ({}; {})",
+                        fmt_us(r.p99),
+                        pct(r.os_wait),
+                        fmt_us(r.worst_send_lag)
+                    )
+                })
                 .collect();
             outln!("  {:<10}{}", o.name, rounds.join(", "));
         }

@@ -169,6 +169,17 @@ fn check_latency_table(out: &str, expected_requests: f64) {
             "implausible latencies {q:?}\n{out}"
         );
     }
+    // The generator's worst lag bounds its p99 from above.
+    let (lag99, lag_max) = (
+        row_values(out, "send lag p99"),
+        row_values(out, "send lag max"),
+    );
+    for side in 0..2 {
+        assert!(
+            lag99[side] <= lag_max[side] && lag_max[side] < 10e6,
+            "send lag p99 {lag99:?} against max {lag_max:?}:\n{out}"
+        );
+    }
     let p99 = &rows[2];
     let want = p99[1] / p99[0];
     assert!(
@@ -290,11 +301,13 @@ fn latency_service() {
     let plot = std::fs::read_to_string(&svg).expect("the plot was written");
     let _ = std::fs::remove_file(&svg);
     assert!(plot.contains("<svg"), "not an SVG");
-    run_ok(
+    let out = run_ok(
         "latency_service",
         &[
             "--runtime",
             "green",
+            "--rounds",
+            "2",
             "--duration",
             "0.1",
             "--warmup",
@@ -308,6 +321,19 @@ fn latency_service() {
             "--batch-jobs",
             "0",
         ],
+    );
+    // Two rounds: each reported with its p99, OS wait and the generator's
+    // worst send lag.
+    let rounds = out
+        .lines()
+        .skip_while(|l| {
+            !l.starts_with("per round: p99 (workers' OS wait; generator's worst send lag)")
+        })
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per-round line in:\n{out}"));
+    assert!(
+        rounds.trim_start().starts_with("eevdf-rt") && rounds.matches("; ").count() == 2,
+        "{rounds}"
     );
     run_ok(
         "latency_service",
@@ -690,6 +716,33 @@ fn fast_path() {
     }
     run_bad("fast_path", &["--rounds", "0"]);
     run_bad("fast_path", &["--ops", "0"]);
+}
+
+#[test]
+fn cache_line() {
+    let args = ["--round-trips", "200", "--samples", "3", "--pause-ms", "0"];
+    if examples::os::allowed_cpus().len() < 2 {
+        let err = run_bad("cache_line", &args);
+        assert!(err.contains("needs two CPUs"), "{err}");
+        return;
+    }
+    let out = run_ok("cache_line", &args);
+    let samples: Vec<f64> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("sample "))
+        .filter_map(|l| l.split(": ").nth(1)?.strip_suffix(" ns")?.parse().ok())
+        .collect();
+    assert!(
+        samples.len() == 3 && samples.iter().all(|&ns| ns > 0.0),
+        "{out}"
+    );
+    assert!(out.contains("median: "), "{out}");
+    run_bad("cache_line", &["--cpus", "0,0"]);
+    run_bad("cache_line", &["--cpus", "0"]);
+    run_bad("cache_line", &["--cpus", "0,x"]);
+    run_bad("cache_line", &["--cpus", &format!("0,{}", usize::MAX)]);
+    run_bad("cache_line", &["--round-trips", "0"]);
+    run_bad("cache_line", &["--samples", "0"]);
 }
 
 #[test]

@@ -20,12 +20,13 @@ sb=target/release/schbench
 hb=target/release/hackbench
 
 # The host's cache-line round trip between the first two CPUs, appended to
-# $out/cache-line.txt before each wakeup-bound run: on a VM it moves by up
-# to 7x when the hypervisor moves the vCPUs (examples/examples/cache_line.rs),
-# and two-worker results move with it.
+# $out/cache-line.txt before each two-worker schbench and hackbench run: on
+# a VM it can move several-fold when the hypervisor moves the vCPUs
+# (examples/examples/cache_line.rs), and two-worker results move with it.
+# Never fails the script; gives up after 30 s.
 probe() {
   { echo "== before $1 ($(date +%H:%M:%S))"
-    target/release/examples/cache_line --samples 3 --pause-ms 0 | tail -1
+    timeout 30 target/release/examples/cache_line --samples 3 --pause-ms 0
   } >> "$out/cache-line.txt" 2>&1 || true
 }
 
@@ -50,6 +51,7 @@ if [[ $part == all || $part == features ]]; then
     spec=$f; [[ $f == default ]] && spec=""
     for r in $(seq 1 $runs); do
       echo "== schbench features $f (run $r)"
+      probe "features-$f-r$r"
       $sb --backend green --workers 2 --features "$spec" --stats -L -m 1 -M auto -t 64 -n 0 -s 0 -r 10 \
           -J "$f" -j "$out/features-$f-r$r.json" > "$out/features-$f-r$r.txt" 2>&1
     done
@@ -69,6 +71,7 @@ if [[ $part == all || $part == hackbench ]]; then
   done
   for r in $(seq 1 $runs); do
     echo "== hackbench -g 4 -l 1000 channel (run $r)"
+    probe "hackbench-channel-r$r"
     $hb -g 4 -l 1000 --backend green --workers 2 --transport channel > "$out/hackbench-channel-r$r.txt" 2>&1
   done
 fi
@@ -109,6 +112,7 @@ if [[ $part == all || $part == pairs ]]; then
   for r in 1 2 3 4 5; do
     for f in NO_TTWU_QUEUE_DELAYED TTWU_QUEUE_DELAYED; do
       echo "== schbench pair $f (run $r)"
+      probe "pair-$f-r$r"
       $sb --backend green --workers 2 --features "$f" --stats -L -m 1 -M auto -t 64 -n 0 -s 0 -r 10 \
           -J "$f" -j "$out/ttwu-delayed/$f-r$r.json" > "$out/ttwu-delayed/$f-r$r.txt" 2>&1
     done

@@ -11,19 +11,24 @@
 //! cache lines between the two workers' CPUs (the wakelist head, the task's
 //! state, its run-queue entity), so a wakeup-bound benchmark on two workers
 //! runs at the speed of this round trip. On a VM the hypervisor decides
-//! where the vCPUs run, and may move them while a guest runs: two vCPUs on
-//! one core complex pass a line in about 50 ns, on two complexes in about
-//! 370 ns (measured on 2026-12-06, where `schbench -s 0` on two green
-//! workers ran at 3.5 M requests/s in the first placement and 1.8 M in the
-//! second, minutes apart, while tokio stayed at 1.7 M). The guest's cache
-//! topology (`/sys/devices/system/cpu/*/cache`) does not show this.
-//! `scripts/measure.sh` records this probe beside every schbench and
-//! hackbench run, so that a result can be read with the placement it got.
+//! where the vCPUs run, and may move them while a guest runs. On the
+//! 2-vCPU AMD VM of 2026-12-06 this probe read about 78 ns at some times
+//! and 430–450 ns at others, minutes apart (perhaps two vCPUs on one core
+//! complex and on two; the guest's cache topology,
+//! `/sys/devices/system/cpu/*/cache`, reports one shared L3 either way),
+//! and both runtimes' two-worker `schbench -s 0` jumped with it (green
+//! between 1.8 and 3.8 M requests/s, tokio between 1.7 and 5.3 M;
+//! `results/2026-12-06/host-placement`). `scripts/measure.sh` records
+//! this probe before each two-worker schbench and hackbench run, so that
+//! a result can be read with the placement it probably got (a probe just
+//! before a run does not see a move during it).
 //!
-//! The probe itself: the thread on the first CPU writes an odd value and
-//! spins until it reads the next even one, which the thread on the second
-//! CPU writes when it has seen the odd one. Each round trip is two line
-//! transfers (there and back) plus two spin-loop exits.
+//! The probe itself: the thread on the first CPU writes a ping value and
+//! spins until it reads the echo value, which the thread on the second CPU
+//! writes when it has seen the ping. Each round trip is two line transfers
+//! (there and back) plus two spin-loop exits. The clock starts once the
+//! echo thread runs on its CPU; a sample that takes over 10 s (two vCPUs
+//! time-shared on one physical CPU) ends the program with an error.
 
 use bench_common::outln;
 use clap::Parser;
@@ -66,46 +71,87 @@ fn parse_pair(s: &str) -> Result<(usize, usize), String> {
     Ok((a, b))
 }
 
+/// The word the two threads pass back and forth, alone on its cache line
+/// and the next (no false sharing, no adjacent-line prefetch).
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+/// The echo has pinned itself and is waiting for the first ping.
+const READY: u64 = 1;
+/// Tells the echo to give up (odd, and above any ping: `n` ≤ 10^8).
+const STOP: u64 = u64::MAX;
+/// How long one sample may take. Two vCPUs that the host runs on one
+/// physical CPU pass the line only when it switches between them, so a
+/// sample could otherwise take minutes.
+const SAMPLE_LIMIT: Duration = Duration::from_secs(10);
+
 /// One sample: `n` round trips between `a` (this thread) and `b`; the time
-/// per round trip.
-fn sample(a: usize, b: usize, n: u64) -> Result<Duration, String> {
+/// per round trip in ns. Ping `i` is the value `2i + 2`, its echo `2i + 3`.
+fn sample(a: usize, b: usize, n: u64) -> Result<f64, String> {
     os::pin_current_thread(a).map_err(|e| e.to_string())?;
-    let word = AtomicU64::new(0);
+    let line = Line(AtomicU64::new(0));
+    let word = &line.0;
     std::thread::scope(|s| {
         let echo = std::thread::Builder::new()
             .name("cache-line-echo".into())
             .spawn_scoped(s, || -> Result<(), String> {
                 os::pin_current_thread(b).map_err(|e| e.to_string())?;
+                word.store(READY, Ordering::Release);
                 for i in 0..n {
-                    while word.load(Ordering::Acquire) != 2 * i + 1 {
-                        std::hint::spin_loop();
+                    loop {
+                        match word.load(Ordering::Acquire) {
+                            v if v == 2 * i + 2 => break,
+                            STOP => return Ok(()),
+                            _ => std::hint::spin_loop(),
+                        }
                     }
-                    word.store(2 * i + 2, Ordering::Release);
+                    word.store(2 * i + 3, Ordering::Release);
                 }
                 Ok(())
             })
             .map_err(|e| format!("spawning the echo thread: {e}"))?;
-        // An echo that could not pin itself returns at once and never
-        // answers: stop waiting when it is gone.
-        let start = Instant::now();
-        let mut done = 0;
-        'trips: for i in 0..n {
-            word.store(2 * i + 1, Ordering::Release);
-            while word.load(Ordering::Acquire) != 2 * i + 2 {
-                if echo.is_finished() {
-                    break 'trips;
+        // Waits until `word` holds `want`. Gives up when the echo is gone
+        // (it could not pin itself) or the sample has run too long; looks
+        // at both only every 1,024 spins, to stay off the measured path.
+        let began = Instant::now();
+        let wait = |want: u64| -> Result<(), String> {
+            let mut spins = 0u32;
+            while word.load(Ordering::Acquire) != want {
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(1024) {
+                    if echo.is_finished() {
+                        return Err("the echo thread stopped early".into());
+                    }
+                    if began.elapsed() > SAMPLE_LIMIT {
+                        return Err(format!(
+                            "a sample took longer than {} s: do the two CPUs share one physical CPU?",
+                            SAMPLE_LIMIT.as_secs()
+                        ));
+                    }
                 }
                 std::hint::spin_loop();
             }
-            done += 1;
+            Ok(())
+        };
+        // The clock starts once the echo runs on its CPU.
+        let mut outcome = wait(READY).map(|()| Instant::now());
+        if let Ok(start) = outcome {
+            for i in 0..n {
+                word.store(2 * i + 2, Ordering::Release);
+                if let Err(e) = wait(2 * i + 3) {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+            outcome = outcome.map(|_| start);
         }
-        let elapsed = start.elapsed();
+        let result = outcome.map(|start| start.elapsed().as_secs_f64() * 1e9 / n as f64);
+        if result.is_err() {
+            word.store(STOP, Ordering::Release);
+        }
         echo.join()
             .map_err(|_| "the echo thread panicked".to_string())??;
-        if done < n {
-            return Err("the echo thread stopped early".into());
-        }
-        Ok(elapsed / n as u32)
+        result
     })
 }
 
@@ -143,9 +189,8 @@ fn main() -> ExitCode {
             std::thread::sleep(Duration::from_millis(args.pause_ms));
         }
         match sample(a, b, args.round_trips) {
-            Ok(d) => {
-                let v = d.as_nanos() as f64;
-                outln!("sample {i}: {v:.0} ns");
+            Ok(v) => {
+                outln!("sample {i}: {v:.1} ns");
                 ns.push(v);
             }
             Err(e) => {
@@ -158,7 +203,7 @@ fn main() -> ExitCode {
         .iter()
         .fold((f64::MAX, 0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
     outln!(
-        "median: {:.0} ns (min {min:.0}, max {max:.0})",
+        "median: {:.1} ns (min {min:.1}, max {max:.1})",
         examples::median(ns.iter().copied())
     );
     ExitCode::SUCCESS

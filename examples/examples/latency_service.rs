@@ -71,11 +71,13 @@
 //! rounds with a low OS wait. The generator asks the kernel for a 100 µs
 //! slice (`sched_setattr`, Linux 6.12+) so that it sends on time while the
 //! workers saturate the CPUs; its send lag is reported too. Its worst send
-//! lag, per round, tells a stall of the whole machine from one of the
-//! runtime: on a VM the host sometimes deschedules every vCPU for 5–11 ms
-//! (seen on 2026-12-06 in either runtime's rounds, at random), which
-//! delays the generator as much as the handlers and decides the p99.9 and
-//! the maximum of any round it hits.
+//! lag, per round, points at stalls of the whole machine: on the VM of
+//! 2026-12-06 a trace showed neither vCPU running any of the process's
+//! threads for 8.8 ms, and worst lags of 1–21 ms turned up in either
+//! runtime's rounds, at random; such a stall delays the generator as much
+//! as the handlers and decides the p99.9 and the maximum of any round it
+//! hits. (The generator shares the CPUs with the workers, so a long lag
+//! can also come from the runtime's own threads; the trace tells.)
 //!
 //! **Transport.** `--transport tcp` sends the requests over one loopback
 //! TCP connection per handler instead, through each runtime's I/O

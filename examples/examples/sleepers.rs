@@ -10,7 +10,8 @@
 //! Peak RSS (`VmHWM`) is a property of a whole process, so every
 //! measurement runs in a fresh child process (this binary re-executed with
 //! `--child eevdf|tokio`); the parent interleaves the backends for
-//! `--rounds` rounds and prints each round and the medians. The child
+//! `--rounds` rounds and prints each round, the medians, and the median
+//! of the rounds' ratios (each round's two runs paired). The child
 //! prints one line, `wall_ms=… hwm_kib=…`. `--features` and `--stats`
 //! apply to the eevdf-rt side only (the parent passes them to its eevdf
 //! children and prints their counters after each round with `--stats`);
@@ -208,27 +209,39 @@ fn parent(a: &Args) {
             res[i].push((w, h as u64));
         }
     }
-    let med = |v: &mut Vec<(f64, u64)>| {
-        let mut w: Vec<f64> = v.iter().map(|x| x.0).collect();
-        let mut h: Vec<u64> = v.iter().map(|x| x.1).collect();
-        w.sort_by(f64::total_cmp);
-        h.sort();
-        // the middle value; the mean of the middle two for an even count
-        let m = w.len() / 2;
-        if w.len() % 2 == 1 {
-            (w[m], h[m])
+    // the middle value; the mean of the middle two for an even count
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let m = v.len() / 2;
+        if v.len() % 2 == 1 {
+            v[m]
         } else {
-            ((w[m - 1] + w[m]) / 2.0, (h[m - 1] + h[m]) / 2)
+            (v[m - 1] + v[m]) / 2.0
         }
     };
-    let (ew, eh) = med(&mut res[0]);
-    let (tw, th) = med(&mut res[1]);
+    // One measurement's figure: wall time (ms) or peak RSS (MiB).
+    type Figure = fn(&(f64, u64)) -> f64;
+    let (wall, rss): (Figure, Figure) = (|x| x.0, |x| x.1 as f64 / 1024.0);
+    let column = |i: usize, f: Figure| median(res[i].iter().map(f).collect());
+    // The ratios pair each round's two runs (this VM's speed drifts
+    // between rounds), then take the median over the rounds.
+    let ratio = |f: Figure| {
+        median(
+            res[0]
+                .iter()
+                .zip(&res[1])
+                .map(|(e, t)| f(e) / f(t))
+                .collect(),
+        )
+    };
     outln!(
-        "median eevdf: {ew:.1} ms, {:.1} MiB | tokio: {tw:.1} ms, {:.1} MiB | ratio wall {:.2}x, RSS {:.2}x",
-        eh as f64 / 1024.0,
-        th as f64 / 1024.0,
-        ew / tw,
-        eh as f64 / th as f64
+        "median eevdf: {:.1} ms, {:.1} MiB | tokio: {:.1} ms, {:.1} MiB | ratio wall {:.2}x, RSS {:.2}x (median of the rounds' ratios)",
+        column(0, wall),
+        column(0, rss),
+        column(1, wall),
+        column(1, rss),
+        ratio(wall),
+        ratio(rss),
     );
 }
 

@@ -164,15 +164,37 @@ def criterion(d: Path):
         print()
 
 
+def cache_line(d: Path):
+    """The cache-line probe's median before each run (scripts/measure.sh)."""
+    f = d / "cache-line.txt"
+    if not f.exists():
+        return
+    print("## Cache-line round trip between the first two CPUs before each run\n")
+    print("| before | median |")
+    print("|---|---|")
+    label = None
+    for line in f.read_text().splitlines():
+        m = re.match(r"== before (\S+)", line)
+        if m:
+            label = m.group(1)
+            continue
+        m = re.match(r"median: (\S+ ns)", line)
+        if m and label:
+            print(f"| {label} | {m.group(1)} |")
+            label = None
+    print()
+
+
 def main():
     d = Path(sys.argv[1] if len(sys.argv) > 1 else sorted(Path("results").iterdir())[-1])
+    cache_line(d)
     schbench(d)
     features(d)
     hackbench(d)
     spawn(d)
     criterion(d)
     for name, title in [
-        ("latency.txt", "Latency table (green, BACKGROUND.md §3 columns)"),
+        ("latency.txt", "Latency table (green, docs/kernel-discussions.md §3 columns)"),
         ("latency-backends.txt", "Latency probes: threads, green, tokio"),
     ]:
         lat = d / name

@@ -2,8 +2,9 @@
  * Machine calibration: a one-byte pipe ping-pong between two processes pinned to the
  * given CPUs, printing microseconds per round trip. It measures what
  * `perf bench sched pipe` measures, so its figure on a machine can be set against the
- * "perf bench sched pipe across / on one CPU" row of docs/BENCHMARKS.md's kernel
- * baselines to see how this machine's wakeup costs compare with the baseline machine's.
+ * "pipe ping-pong across / on one CPU" row of the validation table in
+ * bench-schbench/README.md (its kernel-baseline column) to see how this machine's
+ * wakeup costs compare with the baseline machine's.
  *
  * Build: gcc -O2 pipe_pingpong.c -o pipe_pingpong
  * Usage: pipe_pingpong CPU_A CPU_B [ROUND_TRIPS]   (e.g. 0 1 across, 0 0 on one CPU)

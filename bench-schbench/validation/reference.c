@@ -1,8 +1,8 @@
 /*
  * Independent C reference for validating the `threads` backend of the Rust port.
  *
- * Written from the workload description in docs/BENCHMARKS.md only (not from
- * schbench's source): one message thread, T workers, the futex one-token semaphore,
+ * Written from a description of the workload only (docs/benchmarks.md has it), not
+ * from schbench's source: one message thread, T workers, the futex one-token semaphore,
  * the Treiber list taken with one swap, one clock read per batch, usleep(s), no lock,
  * no math (the `-L -n 0` configurations). It prints the average RPS and the wakeup
  * latency p50/p99 (exact µs, 0 µs samples dropped), so a run of

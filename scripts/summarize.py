@@ -5,6 +5,7 @@
 """
 import json
 import re
+import signal
 import statistics
 import sys
 from pathlib import Path
@@ -207,4 +208,7 @@ def main():
 
 
 if __name__ == "__main__":
+    # A closed reader (`summarize.py DIR | head`) ends the script quietly,
+    # like the benchmarks' own reports.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()

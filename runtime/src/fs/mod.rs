@@ -1,8 +1,10 @@
 //! Files whose operations do not block the worker: [`File`].
 //!
 //! Owns: the green-aware file type and the choice, per call, between the
-//! io_uring driver and a plain system call. Must not: keep buffers of its
-//! own (every operation reads into or writes from the caller's buffer).
+//! io_uring driver, the blocking pool and a plain system call. Must not:
+//! keep buffers beyond a call (the ring and the page-cache read use the
+//! caller's buffer; only a read that goes to the pool has one of its own,
+//! for that call).
 //!
 //! Regular files are always "ready" to epoll, so readiness cannot help
 //! with them. Under the **io_uring driver** (see
@@ -11,11 +13,26 @@
 //! worker's ring and the green thread parks until the completion: a read
 //! that misses the page cache, or an `fsync`, waits in the kernel (which
 //! runs it in its own worker threads) while the worker runs other green
-//! threads. Under the **epoll driver**, and on OS threads, the same calls
-//! are the plain system calls: a green thread then holds its worker for
-//! the duration of the call (microseconds for the page cache, a disk
-//! access otherwise) — the behaviour of `std::fs` inside any green-thread
-//! or async runtime without io_uring.
+//! threads.
+//!
+//! Under the **epoll driver** a green thread's file calls that can wait
+//! for the device go to the runtime's blocking pool
+//! ([`task::spawn_blocking`](crate::task::spawn_blocking)), and the green
+//! thread parks until they return, as `tokio::fs` does:
+//! * `open`, `create`, `sync_all` and `sync_data` always;
+//! * `read` and `read_at` only when the data is not in the page cache: they
+//!   first try `preadv2` with `RWF_NOWAIT` on the worker, which returns
+//!   at once with the data or with `EAGAIN`. A read that goes to the pool
+//!   reads at most [`POOL_READ_MAX`] bytes into a buffer of the pool's and
+//!   copies them into the caller's (a short read, as `Read` allows).
+//!
+//! Writes stay on the worker under epoll: a buffered write copies into the
+//! page cache and returns (ext4 refuses `RWF_NOWAIT` for buffered writes,
+//! so a write cannot be tried without waiting). If one is held up — by
+//! dirty-page throttling, say — the hand-off of stuck workers
+//! ([`Builder::handoff`](crate::Builder::handoff)) lets the worker's other
+//! green threads run. On OS threads (and pool threads) every call is the
+//! plain system call.
 
 use crate::io::uring;
 use io_uring::{opcode, types};
@@ -90,11 +107,82 @@ unsafe fn ring(entry: io_uring::squeue::Entry) -> Option<io::Result<usize>> {
 /// The io_uring offset meaning "the file position" (`-1`).
 const CURRENT_POSITION: u64 = u64::MAX;
 
+/// The most a read that goes to the blocking pool reads at once (the pool
+/// reads into a buffer of its own, then copies).
+pub const POOL_READ_MAX: usize = 2 << 20;
+
+/// Runs a file operation that may wait for the device: on a green thread
+/// in the runtime's blocking pool, parking only the green thread; on any
+/// other thread (or if the pool cannot take it) right here.
+fn off_worker<T: Send + 'static>(
+    op: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    if !crate::in_green_thread() {
+        return op();
+    }
+    let Some(sh) = crate::runtime::spawn::current_shared() else {
+        return op();
+    };
+    // The job is built so that a refused spawn (the runtime shutting down)
+    // still lets us run it here.
+    let slot = std::sync::Arc::new(parking_lot::Mutex::new(Some(op)));
+    let job = {
+        let slot = slot.clone();
+        move || slot.lock().take().map(|op| op())
+    };
+    match crate::runtime::blocking::spawn_blocking(&sh, job) {
+        Ok(h) => match h.join() {
+            Ok(Some(r)) => r,
+            // The pool ran the job after all, but without the operation:
+            // cannot happen, the slot is taken once.
+            Ok(None) => Err(io::Error::other("file operation lost")),
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(_) => match slot.lock().take() {
+            Some(op) => op(),
+            None => Err(io::Error::other("file operation lost")),
+        },
+    }
+}
+
+/// What a `preadv2(…, RWF_NOWAIT)` said.
+enum NoWait {
+    /// It read this much (or failed for a reason of its own).
+    Done(io::Result<usize>),
+    /// The data is not in the page cache, or the file refuses `RWF_NOWAIT`.
+    WouldWait,
+}
+
+/// Reads from `fd` at `offset` (`-1`: the file position) without waiting
+/// for the device.
+fn read_nowait(fd: RawFd, buf: &mut [u8], offset: i64) -> NoWait {
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    loop {
+        // SAFETY: `iov` describes `buf`, which is borrowed mutably for the
+        // whole call; `fd` is the caller's open descriptor.
+        let n = unsafe { libc::preadv2(fd, &iov, 1, offset, libc::RWF_NOWAIT) };
+        if n >= 0 {
+            return NoWait::Done(Ok(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN | libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => {
+                return NoWait::WouldWait
+            }
+            _ => return NoWait::Done(Err(e)),
+        }
+    }
+}
+
 impl File {
     fn open_flags(
         path: &Path,
         flags: libc::c_int,
-        std_open: impl FnOnce() -> io::Result<std::fs::File>,
+        options: std::fs::OpenOptions,
     ) -> io::Result<File> {
         if uring::active() {
             let c = c_path(path)?;
@@ -112,7 +200,9 @@ impl File {
                 });
             }
         }
-        Ok(File { inner: std_open()? })
+        let path = path.to_path_buf();
+        let inner = off_worker(move || options.open(path))?;
+        Ok(File { inner })
     }
 
     /// Opens a file for reading, like `std::fs::File::open`.
@@ -122,8 +212,9 @@ impl File {
     /// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
     /// ```
     pub fn open<P: AsRef<Path>>(path: P) -> io::Result<File> {
-        let p = path.as_ref();
-        File::open_flags(p, libc::O_RDONLY, || std::fs::File::open(p))
+        let mut o = std::fs::OpenOptions::new();
+        o.read(true);
+        File::open_flags(path.as_ref(), libc::O_RDONLY, o)
     }
 
     /// Creates (or truncates) a file for writing, like
@@ -137,10 +228,13 @@ impl File {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn create<P: AsRef<Path>>(path: P) -> io::Result<File> {
-        let p = path.as_ref();
-        File::open_flags(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, || {
-            std::fs::File::create(p)
-        })
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create(true).truncate(true);
+        File::open_flags(
+            path.as_ref(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+            o,
+        )
     }
 
     /// Wraps a file opened with `std` (any `OpenOptions`).
@@ -186,8 +280,42 @@ impl File {
         // SAFETY: `buf` is borrowed until `ring` returns.
         match unsafe { ring(e) } {
             Some(r) => r,
-            None => self.inner.read_at(buf, offset),
+            None => self.read_off_ring(buf, Some(offset)),
         }
+    }
+
+    /// A read without the ring (`offset` `None`: at the file position): on
+    /// a green thread, from the page cache if the data is there, else in
+    /// the blocking pool (module docs); elsewhere the plain system call.
+    fn read_off_ring(&self, buf: &mut [u8], offset: Option<u64>) -> io::Result<usize> {
+        if !crate::in_green_thread() {
+            return match offset {
+                Some(off) => self.inner.read_at(buf, off),
+                None => (&self.inner).read(buf),
+            };
+        }
+        // An offset beyond i64 is EINVAL for preadv2: let the pool's pread say so.
+        let at = offset.map_or(Some(-1), |off| i64::try_from(off).ok());
+        if let Some(at) = at {
+            if let NoWait::Done(r) = read_nowait(self.inner.as_raw_fd(), buf, at) {
+                return r;
+            }
+        }
+        // The pool thread reads through its own descriptor for the same
+        // open file (a `dup`: one file position, which `read` advances).
+        let file = self.inner.try_clone()?;
+        let len = buf.len().min(POOL_READ_MAX);
+        let data = off_worker(move || {
+            let mut v = vec![0u8; len];
+            let n = match offset {
+                Some(off) => file.read_at(&mut v, off)?,
+                None => (&file).read(&mut v)?,
+            };
+            v.truncate(n);
+            Ok(v)
+        })?;
+        buf[..data.len()].copy_from_slice(&data);
+        Ok(data.len())
     }
 
     /// Writes at `offset` without moving the file position (`pwrite`).
@@ -231,7 +359,7 @@ impl File {
         // SAFETY: an fsync points to no memory.
         match unsafe { ring(e) } {
             Some(r) => r.map(|_| ()),
-            None => self.inner.sync_all(),
+            None => self.sync_off_ring(std::fs::File::sync_all),
         }
     }
 
@@ -243,8 +371,18 @@ impl File {
         // SAFETY: an fsync points to no memory.
         match unsafe { ring(e) } {
             Some(r) => r.map(|_| ()),
-            None => self.inner.sync_data(),
+            None => self.sync_off_ring(std::fs::File::sync_data),
         }
+    }
+
+    /// `fsync` or `fdatasync` without the ring: in the blocking pool on a
+    /// green thread (through a `dup` of the descriptor), here elsewhere.
+    fn sync_off_ring(&self, sync: fn(&std::fs::File) -> io::Result<()>) -> io::Result<()> {
+        if !crate::in_green_thread() {
+            return sync(&self.inner);
+        }
+        let file = self.inner.try_clone()?;
+        off_worker(move || sync(&file))
     }
 
     /// The file's metadata (`fstat`, a plain system call: it never waits
@@ -270,7 +408,7 @@ impl Read for &File {
         // SAFETY: `buf` is borrowed until `ring` returns.
         match unsafe { ring(e) } {
             Some(r) => r,
-            None => (&self.inner).read(buf),
+            None => self.read_off_ring(buf, None),
         }
     }
 }

@@ -95,3 +95,64 @@ fn a_file_works_on_os_threads_too() {
     assert_eq!(&b, b"abc");
     std::fs::remove_file(path).unwrap();
 }
+
+/// An `open` and a `read` that wait — here on a FIFO, which `open` blocks
+/// until a writer opens and `read` until data comes — park only their
+/// green thread, under either driver: on one worker, with the hand-off of
+/// stuck workers off, the green thread that opens the writing end still
+/// runs. If a wait held the worker instead, a watchdog OS thread opens the
+/// FIFO after 10 s to free it, and the test fails.
+#[test]
+fn an_open_and_a_read_that_wait_park_only_their_green_thread() {
+    let path = tmp("fifo");
+    let _ = std::fs::remove_file(&path);
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let rt = builder().workers(1).handoff(None).build().unwrap();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let rescued = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let (path, rescued) = (path.clone(), rescued.clone());
+        std::thread::spawn(move || {
+            if done_rx.recv_timeout(std::time::Duration::from_secs(10)).is_err() {
+                rescued.store(true, std::sync::atomic::Ordering::SeqCst);
+                // Both ends at once (a FIFO opened read-write never
+                // blocks): frees the reader's open and read, and lets the
+                // writer's open through; kept open until the run ends.
+                let mut both = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&path)
+                    .unwrap();
+                let _ = both.write_all(b"rescue");
+                let _ = done_rx.recv();
+            }
+        })
+    };
+    let p = path.clone();
+    let got = rt.block_on(move || {
+        let reader = {
+            let p = p.clone();
+            eevdf_rt::spawn(move || {
+                let mut f = File::open(&p).unwrap();
+                let mut b = [0u8; 6];
+                f.read_exact(&mut b).unwrap();
+                b
+            })
+        };
+        // Let the reader block in its open first.
+        eevdf_rt::sleep(std::time::Duration::from_millis(20));
+        let mut w = File::create(&p).unwrap();
+        w.write_all(b"hello!").unwrap();
+        reader.join().unwrap()
+    });
+    let _ = done_tx.send(());
+    watchdog.join().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        !rescued.load(std::sync::atomic::Ordering::SeqCst),
+        "the waiting open or read held the only worker"
+    );
+    assert_eq!(&got, b"hello!");
+}

@@ -17,7 +17,10 @@
 //!   Its module docs have the protocol, the idle park and the argument that
 //!   no buffer is written after its owner is gone (cancellation on
 //!   timeouts and at shutdown).
-//! * **epoll** (below): readiness through a reactor, then a retry.
+//! * **epoll** (below): readiness through a reactor, then a retry. Files
+//!   are always "ready", so under epoll [`crate::fs::File`] sends the calls
+//!   that can wait for the device to the blocking pool instead (its module
+//!   docs).
 //!
 //! The readiness reactor exists under both drivers: it is created at the
 //! first registration, which under io_uring only readiness-based users

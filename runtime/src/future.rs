@@ -115,8 +115,8 @@ pub fn block_on_future<F: Future>(fut: F) -> F::Output {
 /// within the future).
 ///
 /// # Panics
-/// Outside a green thread, or if the runtime is shut down (like
-/// [`spawn`](crate::spawn)).
+/// Outside the runtime (neither a green thread nor one of its pool
+/// threads), or if the runtime is shut down (like [`spawn`](crate::spawn)).
 ///
 /// ```
 /// let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
@@ -135,7 +135,7 @@ where
     F::Output: Send + 'static,
 {
     let Some(sh) = spawn::current_shared() else {
-        panic!("eevdf_rt::spawn_future called outside a green thread; use Runtime::spawn");
+        panic!("eevdf_rt::spawn_future called outside a runtime; use Runtime::spawn");
     };
     // A preemption point, as every spawn from a green thread is.
     match spawn_future_on(&sh, SpawnOpts::default_opts(), fut, true) {

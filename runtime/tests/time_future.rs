@@ -182,7 +182,7 @@ fn spawn_future_runs_on_the_runtime_with_its_options() {
 }
 
 #[test]
-#[should_panic(expected = "outside a green thread")]
+#[should_panic(expected = "spawn_future called outside a runtime")]
 fn spawn_future_outside_a_runtime_panics_with_a_message() {
     drop(eevdf_rt::spawn_future(async {}));
 }

@@ -20,12 +20,15 @@ use crate::worker::{tls, RECHECK, RESCHED, WAKELIST};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// Spawns a green thread on the runtime of the calling green thread.
+/// Spawns a green thread on the runtime of the calling green thread (or
+/// of the blocking-pool thread running a
+/// [`spawn_blocking`](crate::task::spawn_blocking) job).
 ///
 /// # Panics
-/// Outside a green thread (like `tokio::spawn` outside a runtime; use
-/// [`Runtime::spawn`](crate::Runtime::spawn) from OS threads), or if the
-/// runtime is shut down.
+/// Outside the runtime — on an OS thread that is neither a green thread
+/// nor one of its pool threads (like `tokio::spawn` outside a runtime; use
+/// [`Runtime::spawn`](crate::Runtime::spawn) there) — or if the runtime is
+/// shut down.
 ///
 /// ```
 /// let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
@@ -41,7 +44,7 @@ where
     T: Send + 'static,
 {
     let Some(sh) = spawn::current_shared() else {
-        panic!("eevdf_rt::spawn called outside a green thread; use Runtime::spawn");
+        panic!("eevdf_rt::spawn called outside a runtime; use Runtime::spawn");
     };
     let h = match spawn::spawn_green(&sh, SpawnOpts::default_opts(), f) {
         Ok(h) => h,
@@ -53,6 +56,28 @@ where
 /// Gives up the worker: the green thread's deadline moves back by one
 /// request and EEVDF picks again (it continues at once if nothing else is
 /// runnable). On an OS thread: `std::thread::yield_now`.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::sync::Arc;
+/// // Two green threads on one worker take turns at every yield.
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// let turns = Arc::new(AtomicU32::new(0));
+/// let t = turns.clone();
+/// rt.block_on(move || {
+///     let other = eevdf_rt::spawn(move || {
+///         for _ in 0..3 {
+///             t.fetch_add(1, Ordering::Relaxed);
+///             eevdf_rt::yield_now();
+///         }
+///     });
+///     for _ in 0..3 {
+///         eevdf_rt::yield_now();
+///     }
+///     other.join().unwrap();
+/// });
+/// assert_eq!(turns.load(Ordering::Relaxed), 3);
+/// ```
 ///
 /// A green thread alone on its worker — nothing else queued and nothing on
 /// its wakelist — continues without a switch: EEVDF would pick it again (a
@@ -122,6 +147,22 @@ fn lone_yield(me: &crate::task::Tcb) -> bool {
 /// Preemption is cooperative: a green thread that never reaches a
 /// preemption point (this, or any runtime call that can block or wake)
 /// keeps its worker. A no-op on OS threads.
+///
+/// ```
+/// // A CPU-bound loop that lets a short-slice task in between its units.
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// let sum = rt.block_on(|| {
+///     let mut sum = 0u64;
+///     for i in 0..100_000u64 {
+///         sum = sum.wrapping_add(i * i);
+///         if i % 1_000 == 0 {
+///             eevdf_rt::preempt_point();
+///         }
+///     }
+///     sum
+/// });
+/// assert_eq!(sum, (0..100_000u64).map(|i| i * i).sum::<u64>());
+/// ```
 #[inline]
 pub fn preempt_point() {
     preempt_point_at(None);
@@ -284,6 +325,17 @@ fn preempt_owned(
 /// Sleeps for `d`: the green thread blocks and a timer on its worker wakes
 /// it (an ordinary wakeup: placement and delayed dequeue apply). On an OS
 /// thread: `std::thread::sleep`.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// let slept = rt.block_on(|| {
+///     let t = Instant::now();
+///     eevdf_rt::sleep(Duration::from_millis(5)); // parks this green thread only
+///     t.elapsed()
+/// });
+/// assert!(slept >= Duration::from_millis(5));
+/// ```
 pub fn sleep(d: Duration) {
     match Instant::now().checked_add(d) {
         Some(t) => sleep_until(t),
@@ -294,6 +346,14 @@ pub fn sleep(d: Duration) {
 }
 
 /// Sleeps until `deadline` (returns at once if it has passed).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// let deadline = Instant::now() + Duration::from_millis(3);
+/// rt.block_on(move || eevdf_rt::sleep_until(deadline));
+/// assert!(Instant::now() >= deadline);
+/// ```
 pub fn sleep_until(deadline: Instant) {
     if tls::current().is_none() {
         let now = Instant::now();
@@ -333,6 +393,17 @@ pub fn park() {
 }
 
 /// Like [`park`], but returns after `timeout` at the latest.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// let waited = rt.block_on(|| {
+///     let t = Instant::now();
+///     eevdf_rt::park_timeout(Duration::from_millis(2)); // nobody unparks us
+///     t.elapsed()
+/// });
+/// assert!(waited >= Duration::from_millis(2));
+/// ```
 pub fn park_timeout(timeout: Duration) {
     park_inner(Instant::now().checked_add(timeout));
 }
@@ -361,16 +432,35 @@ fn park_inner(deadline: Option<Instant>) {
 ///
 /// # Panics
 /// Outside a green thread (see [`try_current`]).
+///
+/// ```
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// let h = rt.spawn(|| eevdf_rt::current().id());
+/// let id = h.task().id();
+/// assert_eq!(h.join().unwrap(), id);
+/// ```
 pub fn current() -> Task {
     try_current().expect("eevdf_rt::current called outside a green thread")
 }
 
 /// The calling green thread's handle, or `None` on an OS thread.
+///
+/// ```
+/// assert!(eevdf_rt::try_current().is_none());
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// assert!(rt.block_on(|| eevdf_rt::try_current().is_some()));
+/// ```
 pub fn try_current() -> Option<Task> {
     tls::current_ref().map(|tcb| Task { tcb })
 }
 
 /// Whether the caller is a green thread.
+///
+/// ```
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// assert!(!eevdf_rt::in_green_thread());
+/// assert!(rt.block_on(eevdf_rt::in_green_thread));
+/// ```
 pub fn in_green_thread() -> bool {
     tls::current().is_some()
 }
@@ -410,6 +500,17 @@ pub fn set_nice(nice: i32) -> Result<(), Error> {
 }
 
 /// Sets the calling green thread's slice (its latency request), 100 µs ..= 100 ms.
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// rt.block_on(|| {
+///     eevdf_rt::set_slice(Duration::from_micros(200)).unwrap();
+///     assert_eq!(eevdf_rt::current().slice(), Duration::from_micros(200));
+///     assert!(eevdf_rt::set_slice(Duration::from_micros(10)).is_err()); // below 100 µs
+/// });
+/// assert!(eevdf_rt::set_slice(Duration::from_millis(1)).is_err()); // not a green thread
+/// ```
 pub fn set_slice(slice: Duration) -> Result<(), Error> {
     tls::current().ok_or(Error::NotGreenThread { call: "set_slice" })?;
     let ns = check_slice(slice.as_nanos().min(u64::MAX as u128) as u64)?;

@@ -200,7 +200,7 @@ impl Packet {
         }
     }
 
-    fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.state.load(Ordering::Acquire) == DONE
     }
 

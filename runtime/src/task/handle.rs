@@ -88,6 +88,20 @@ impl Task {
     }
 
     /// Whether the task has a custom slice (a latency request).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+    /// let plain = rt.spawn(|| ());
+    /// let short = eevdf_rt::task::Builder::new()
+    ///     .slice(Duration::from_micros(100))
+    ///     .spawn_on(&rt, || ())?;
+    /// assert!(!plain.task().has_custom_slice());
+    /// assert!(short.task().has_custom_slice());
+    /// assert_eq!(short.task().slice(), Duration::from_micros(100));
+    /// # plain.join().unwrap(); short.join().unwrap();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn has_custom_slice(&self) -> bool {
         self.tcb.custom_slice() != 0
     }
@@ -104,9 +118,20 @@ impl Task {
         crate::wake::wake_task(&self.tcb);
     }
 
-    /// Whether the task has exited.
+    /// Whether the task has finished: its closure has returned or
+    /// panicked, so its result is ready (as
+    /// [`JoinHandle::is_finished`](crate::JoinHandle::is_finished) says; the
+    /// green thread may still be switching out for a moment).
+    ///
+    /// ```
+    /// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+    /// let h = rt.spawn(|| 7);
+    /// let task = h.task().clone();
+    /// assert_eq!(h.join().unwrap(), 7);
+    /// assert!(task.is_finished());
+    /// ```
     pub fn is_finished(&self) -> bool {
-        self.tcb.st.state() == super::state::DEAD
+        self.tcb.join.is_done() || self.tcb.st.state() == super::state::DEAD
     }
 
     /// Its accounting and EEVDF state now, like `/proc/<pid>/sched`

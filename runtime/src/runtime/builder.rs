@@ -54,6 +54,13 @@ pub struct Builder {
     handoff: Option<Duration>,
 }
 
+/// The default number of workers on a machine with `cpus` usable CPUs:
+/// one per CPU, and never beyond the limit (a machine with more CPUs gets
+/// a runtime of 256 workers rather than an error).
+fn default_workers(cpus: usize) -> usize {
+    cpus.clamp(1, MAX_WORKERS)
+}
+
 impl Default for Builder {
     fn default() -> Self {
         Builder {
@@ -90,7 +97,8 @@ impl Builder {
         Self::default()
     }
 
-    /// Number of worker OS threads (1..=256). Default: the CPUs available to the process.
+    /// Number of worker OS threads (1..=256). Default: the CPUs available
+    /// to the process, at most 256.
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n);
         self
@@ -252,7 +260,9 @@ impl Builder {
     pub fn build(self) -> Result<Runtime, Error> {
         // Choose and calibrate the clock now, not on the first switch.
         crate::time::clock::init();
-        let workers = self.workers.unwrap_or_else(sys::allowed_cpus);
+        let workers = self
+            .workers
+            .unwrap_or_else(|| default_workers(sys::allowed_cpus()));
         if !(1..=MAX_WORKERS).contains(&workers) {
             return Err(Error::invalid("workers", workers, "1 ..= 256"));
         }
@@ -407,4 +417,21 @@ fn start(shared: Arc<Shared>) -> Result<Runtime, Error> {
         });
     }
     Ok(Runtime::from_parts(shared, threads))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_worker_count_is_one_per_cpu_up_to_the_limit() {
+        assert_eq!(default_workers(0), 1);
+        assert_eq!(default_workers(1), 1);
+        assert_eq!(default_workers(96), 96);
+        assert_eq!(default_workers(MAX_WORKERS), MAX_WORKERS);
+        assert_eq!(default_workers(1024), MAX_WORKERS);
+        // An explicit count beyond the limit is still an error.
+        let err = Builder::new().workers(MAX_WORKERS + 1).build().unwrap_err();
+        assert!(err.to_string().contains("1 ..= 256"), "{err}");
+    }
 }

@@ -323,8 +323,9 @@ fn main() -> ExitCode {
 fn check(a: &Args) -> Result<(usize, Option<SocketAddr>), String> {
     let workers = cli::check_range(
         "--workers",
-        a.workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        a.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(eevdf_rt::MAX_WORKERS))
+        }),
         1..=eevdf_rt::MAX_WORKERS,
     )?;
     cli::check_range("--clients", a.clients, 1..=10_000)?;

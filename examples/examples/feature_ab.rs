@@ -459,8 +459,10 @@ fn check(a: &Args) -> Result<(Vec<Set>, Mix), String> {
     let sets = parse_sets(&a.sets)?;
     let workers = cli::check_range(
         "--workers",
-        a.workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
+        a.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(2, |n| n.get().clamp(2, eevdf_rt::MAX_WORKERS))
+        }),
         1..=eevdf_rt::MAX_WORKERS,
     )?;
     cli::check_range("--rounds", a.rounds, 1..=100)?;

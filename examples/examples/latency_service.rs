@@ -245,8 +245,10 @@ impl Plan {
     fn from_args(a: &Args) -> Result<Plan, String> {
         let workers = cli::check_range(
             "--workers",
-            a.workers
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            a.workers.unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map_or(1, |n| n.get().min(eevdf_rt::MAX_WORKERS))
+            }),
             1..=eevdf_rt::MAX_WORKERS,
         )?;
         if !(a.rate.is_finite() && (1.0..=1e6).contains(&a.rate)) {

@@ -33,6 +33,25 @@
 //! ([`Builder::handoff`](crate::Builder::handoff)) lets the worker's other
 //! green threads run. On OS threads (and pool threads) every call is the
 //! plain system call.
+//!
+//! Details of the epoll path:
+//! * A file call never queues behind user jobs in the pool (that could
+//!   deadlock with a job that waits for the calling green thread): when no
+//!   pool thread can take it at once, or the runtime shuts down, it runs
+//!   on the worker, as before files used the pool.
+//! * Files that refuse `RWF_NOWAIT` (FUSE, procfs and sysfs, ttys,
+//!   descriptors in nonblocking mode from [`File::from_std`]) send every
+//!   read to the pool: correct, but a pool round trip (~10 µs) each.
+//!   `O_DIRECT` files read on the worker: `RWF_NOWAIT` does not keep their
+//!   reads from waiting, and the pool's buffer lacks their alignment.
+//! * A green thread that holds a `std::sync::Mutex` across an `open`, a
+//!   sync or an uncached read can now be switched out while holding it
+//!   (under io_uring it always could): use the runtime's own locks there.
+//!
+//! One difference from `std` under io_uring: the kernel performs a ring
+//! `openat` without blocking where it can, so opening a FIFO returns at
+//! once instead of waiting for the other end (reads and writes on it then
+//! wait as usual).
 
 use crate::io::uring;
 use io_uring::{opcode, types};
@@ -113,7 +132,11 @@ pub const POOL_READ_MAX: usize = 2 << 20;
 
 /// Runs a file operation that may wait for the device: on a green thread
 /// in the runtime's blocking pool, parking only the green thread; on any
-/// other thread (or if the pool cannot take it) right here.
+/// other thread right here. Also right here when no pool thread can take
+/// it at once (all busy at the bound: waiting behind user jobs could
+/// deadlock with one that waits for this green thread), when the runtime
+/// shuts down, or when the pool drops the job unrun: the worker is then
+/// held for the call, as it was before files used the pool.
 fn off_worker<T: Send + 'static>(
     op: impl FnOnce() -> io::Result<T> + Send + 'static,
 ) -> io::Result<T> {
@@ -123,26 +146,41 @@ fn off_worker<T: Send + 'static>(
     let Some(sh) = crate::runtime::spawn::current_shared() else {
         return op();
     };
-    // The job is built so that a refused spawn (the runtime shutting down)
-    // still lets us run it here.
+    // The operation waits in a slot that both sides can take it from, so
+    // that whichever way the pool fails us, it still runs (exactly once).
     let slot = std::sync::Arc::new(parking_lot::Mutex::new(Some(op)));
     let job = {
         let slot = slot.clone();
-        move || slot.lock().take().map(|op| op())
+        move || {
+            let op = slot.lock().take();
+            op.map(|op| op())
+        }
     };
-    match crate::runtime::blocking::spawn_blocking(&sh, job) {
+    let here = || {
+        let op = slot.lock().take();
+        op.map_or_else(|| Err(io::Error::other("file operation lost")), |op| op())
+    };
+    match crate::runtime::blocking::try_spawn_blocking(&sh, job) {
         Ok(h) => match h.join() {
             Ok(Some(r)) => r,
-            // The pool ran the job after all, but without the operation:
-            // cannot happen, the slot is taken once.
+            // The slot is taken once: by the job or, below, by us.
             Ok(None) => Err(io::Error::other("file operation lost")),
+            // Dropped unrun (shutdown): do it here.
+            Err(p) if p.is::<crate::Cancelled>() => here(),
             Err(panic) => std::panic::resume_unwind(panic),
         },
-        Err(_) => match slot.lock().take() {
-            Some(op) => op(),
-            None => Err(io::Error::other("file operation lost")),
-        },
+        Err(_) => here(),
     }
+}
+
+/// A positional offset must fit the kernel's signed `loff_t`: a larger one
+/// is `EINVAL`, as `std`'s `pread` reports (and must not reach the ring,
+/// where `u64::MAX` means "the file position").
+fn check_offset(offset: u64) -> io::Result<()> {
+    if i64::try_from(offset).is_err() {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    Ok(())
 }
 
 /// What a `preadv2(…, RWF_NOWAIT)` said.
@@ -155,15 +193,19 @@ enum NoWait {
 
 /// Reads from `fd` at `offset` (`-1`: the file position) without waiting
 /// for the device.
-fn read_nowait(fd: RawFd, buf: &mut [u8], offset: i64) -> NoWait {
+fn read_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: i64) -> NoWait {
+    // An offset the platform's `off_t` cannot hold: let the pool's pread say so.
+    let Some(offset) = libc::off_t::try_from(offset).ok() else {
+        return NoWait::WouldWait;
+    };
     let iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
     loop {
         // SAFETY: `iov` describes `buf`, which is borrowed mutably for the
-        // whole call; `fd` is the caller's open descriptor.
-        let n = unsafe { libc::preadv2(fd, &iov, 1, offset, libc::RWF_NOWAIT) };
+        // whole call; `fd` is borrowed, so it stays open for the call.
+        let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, offset, libc::RWF_NOWAIT) };
         if n >= 0 {
             return NoWait::Done(Ok(n as usize));
         }
@@ -272,6 +314,7 @@ impl File {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        check_offset(offset)?;
         let fd = self.inner.as_raw_fd();
         let len = buf.len().min(u32::MAX as usize) as u32;
         let e = opcode::Read::new(types::Fd(fd), buf.as_mut_ptr(), len)
@@ -294,16 +337,29 @@ impl File {
                 None => (&self.inner).read(buf),
             };
         }
+        let here = |buf: &mut [u8]| match offset {
+            Some(off) => self.inner.read_at(buf, off),
+            None => (&self.inner).read(buf),
+        };
         // An offset beyond i64 is EINVAL for preadv2: let the pool's pread say so.
         let at = offset.map_or(Some(-1), |off| i64::try_from(off).ok());
         if let Some(at) = at {
-            if let NoWait::Done(r) = read_nowait(self.inner.as_raw_fd(), buf, at) {
+            if let NoWait::Done(r) = read_nowait(self.inner.as_fd(), buf, at) {
                 return r;
             }
         }
+        // O_DIRECT (a file from `from_std`): RWF_NOWAIT does not keep such a
+        // read from waiting for the device, and the pool's buffer would not
+        // have the alignment it needs. Read here.
+        if self.has_flag(libc::O_DIRECT) {
+            return here(buf);
+        }
         // The pool thread reads through its own descriptor for the same
         // open file (a `dup`: one file position, which `read` advances).
-        let file = self.inner.try_clone()?;
+        // Without a descriptor to spare, read here.
+        let Ok(file) = self.inner.try_clone() else {
+            return here(buf);
+        };
         let len = buf.len().min(POOL_READ_MAX);
         let data = off_worker(move || {
             let mut v = vec![0u8; len];
@@ -332,6 +388,7 @@ impl File {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        check_offset(offset)?;
         let fd = self.inner.as_raw_fd();
         let len = buf.len().min(u32::MAX as usize) as u32;
         let e = opcode::Write::new(types::Fd(fd), buf.as_ptr(), len)
@@ -376,13 +433,23 @@ impl File {
     }
 
     /// `fsync` or `fdatasync` without the ring: in the blocking pool on a
-    /// green thread (through a `dup` of the descriptor), here elsewhere.
+    /// green thread (through a `dup` of the descriptor), here elsewhere
+    /// (and when no descriptor is left for the `dup`).
     fn sync_off_ring(&self, sync: fn(&std::fs::File) -> io::Result<()>) -> io::Result<()> {
         if !crate::in_green_thread() {
             return sync(&self.inner);
         }
-        let file = self.inner.try_clone()?;
-        off_worker(move || sync(&file))
+        match self.inner.try_clone() {
+            Ok(file) => off_worker(move || sync(&file)),
+            Err(_) => sync(&self.inner),
+        }
+    }
+
+    /// Whether the file's status flags (`F_GETFL`) include `flag`.
+    fn has_flag(&self, flag: libc::c_int) -> bool {
+        // SAFETY: F_GETFL reads the flags of a descriptor we hold open.
+        let flags = unsafe { libc::fcntl(self.inner.as_raw_fd(), libc::F_GETFL) };
+        flags != -1 && flags & flag != 0
     }
 
     /// The file's metadata (`fstat`, a plain system call: it never waits

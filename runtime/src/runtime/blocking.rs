@@ -98,11 +98,18 @@ impl BlockingPool {
     }
 
     /// Queues `job`, waking an idle thread or starting one if none is idle
-    /// and the bound allows.
-    fn submit(self: &Arc<Self>, job: Job) -> io::Result<()> {
+    /// and the bound allows. With `may_wait` false, a job that would have
+    /// to wait for a busy thread is refused instead (`WouldBlock`).
+    fn submit(self: &Arc<Self>, job: Job, may_wait: bool) -> io::Result<()> {
         let mut st = self.state.lock();
         if st.shutdown {
             return Err(io::Error::other(Error::Shutdown));
+        }
+        if !may_wait && st.idle <= st.queue.len() && st.threads >= self.max_threads {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "every blocking-pool thread is busy",
+            ));
         }
         st.queue.push_back(job);
         if st.idle >= st.queue.len() {
@@ -188,6 +195,27 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    spawn_on_pool(sh, f, true)
+}
+
+/// Runs `f` on `sh`'s blocking pool if a thread can take it now (an idle
+/// one, or a new one within the bound); otherwise refuses with
+/// `WouldBlock`, and `f` is dropped unrun. For the runtime's own short
+/// jobs (`fs`), which must not queue behind user jobs: a user job that
+/// waits for the caller would deadlock them.
+pub(crate) fn try_spawn_blocking<F, T>(sh: &Arc<Shared>, f: F) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_on_pool(sh, f, false)
+}
+
+fn spawn_on_pool<F, T>(sh: &Arc<Shared>, f: F, may_wait: bool) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
     if sh.is_shutdown() {
         return Err(io::Error::other(Error::Shutdown));
     }
@@ -198,6 +226,6 @@ where
         let r = catch_unwind(AssertUnwindSafe(f));
         guard.complete(r);
     });
-    sh.blocking_pool().submit(job)?;
+    sh.blocking_pool().submit(job, may_wait)?;
     Ok(handle)
 }

@@ -200,8 +200,11 @@ impl Packet {
         }
     }
 
+    /// Whether the result has been delivered. Tests the bit, not the
+    /// whole state: a handle dropped as the task completes can leave
+    /// `DONE | DETACHED`, and `Task::is_finished` must not turn false then.
     pub(crate) fn is_done(&self) -> bool {
-        self.state.load(Ordering::Acquire) == DONE
+        self.state.load(Ordering::Acquire) & DONE != 0
     }
 
     /// Stores the joiner `make` returns (given the one stored before, if

@@ -120,8 +120,10 @@ impl Task {
 
     /// Whether the task has finished: its closure has returned or
     /// panicked, so its result is ready (as
-    /// [`JoinHandle::is_finished`](crate::JoinHandle::is_finished) says; the
-    /// green thread may still be switching out for a moment).
+    /// [`JoinHandle::is_finished`](crate::JoinHandle::is_finished) says). The
+    /// green thread may still be switching out for a moment: its
+    /// [`stats`](Self::stats) are final, and it leaves
+    /// [`Runtime::live_tasks`](crate::Runtime::live_tasks), only after that.
     ///
     /// ```
     /// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();

@@ -77,6 +77,14 @@ fn sequential_read_write_seek_and_errors() {
         assert_eq!(f.read(&mut w).unwrap(), 0, "end of file");
         // A read-only file refuses writes.
         assert!(f.write(b"x").is_err());
+        // An offset past i64::MAX is EINVAL on every path (on the ring,
+        // u64::MAX would otherwise mean "the file position").
+        let f = File::open(&p).unwrap();
+        for off in [u64::MAX, 1 << 63] {
+            let mut b = [0u8; 1];
+            assert_eq!(f.read_at(&mut b, off).unwrap_err().raw_os_error(), Some(libc::EINVAL));
+            assert_eq!(f.write_at(b"x", off).unwrap_err().raw_os_error(), Some(libc::EINVAL));
+        }
         // create truncates.
         drop(File::create(&p).unwrap());
         assert_eq!(File::open(&p).unwrap().metadata().unwrap().len(), 0);
@@ -97,11 +105,12 @@ fn a_file_works_on_os_threads_too() {
 }
 
 /// An `open` and a `read` that wait — here on a FIFO, which `open` blocks
-/// until a writer opens and `read` until data comes — park only their
-/// green thread, under either driver: on one worker, with the hand-off of
-/// stuck workers off, the green thread that opens the writing end still
-/// runs. If a wait held the worker instead, a watchdog OS thread opens the
-/// FIFO after 10 s to free it, and the test fails.
+/// until a writer opens (under epoll; the ring's `openat` returns at once,
+/// module docs of `fs`) and `read` until data comes — park only their
+/// green thread: on one worker, with the hand-off of stuck workers off,
+/// the green thread that opens the writing end still runs. If a wait held
+/// the worker instead, a watchdog OS thread opens the FIFO after 10 s to
+/// free it, and the test fails.
 #[test]
 fn an_open_and_a_read_that_wait_park_only_their_green_thread() {
     let path = tmp("fifo");
@@ -155,4 +164,34 @@ fn an_open_and_a_read_that_wait_park_only_their_green_thread() {
         "the waiting open or read held the only worker"
     );
     assert_eq!(&got, b"hello!");
+}
+
+/// A file call does not queue behind user jobs in the blocking pool: with
+/// its one thread taken by a job that waits for this green thread, the
+/// green thread's open and sync still complete (on the worker, if the pool
+/// cannot take them at once), and the job sees its signal. Queued behind
+/// the job, they would wait for it and it for them: the job gives up after
+/// 10 s, and the test fails.
+#[test]
+fn file_calls_do_not_wait_behind_a_full_blocking_pool() {
+    let rt = builder().workers(1).max_blocking_threads(1).build().unwrap();
+    let path = tmp("full-pool");
+    let p = path.clone();
+    let job_saw_signal = rt.block_on(move || {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started_rx) = eevdf_rt::sync::channel::bounded::<()>(1);
+        let job = eevdf_rt::task::spawn_blocking(move || {
+            started_tx.send(()).unwrap();
+            rx.recv_timeout(std::time::Duration::from_secs(10)).is_ok()
+        });
+        started_rx.recv().unwrap(); // the pool's one thread is busy now
+        let f = File::create(&p).unwrap();
+        f.write_at(b"x", 0).unwrap();
+        f.sync_all().unwrap();
+        drop(File::open(&p).unwrap());
+        tx.send(()).unwrap();
+        job.join().unwrap()
+    });
+    std::fs::remove_file(path).unwrap();
+    assert!(job_saw_signal, "a file call waited behind the pool's busy thread");
 }

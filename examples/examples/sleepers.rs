@@ -209,31 +209,13 @@ fn parent(a: &Args) {
             res[i].push((w, h as u64));
         }
     }
-    // the middle value; the mean of the middle two for an even count
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let m = v.len() / 2;
-        if v.len() % 2 == 1 {
-            v[m]
-        } else {
-            (v[m - 1] + v[m]) / 2.0
-        }
-    };
     // One measurement's figure: wall time (ms) or peak RSS (MiB).
     type Figure = fn(&(f64, u64)) -> f64;
     let (wall, rss): (Figure, Figure) = (|x| x.0, |x| x.1 as f64 / 1024.0);
-    let column = |i: usize, f: Figure| median(res[i].iter().map(f).collect());
+    let column = |i: usize, f: Figure| examples::median(res[i].iter().map(f));
     // The ratios pair each round's two runs (this VM's speed drifts
     // between rounds), then take the median over the rounds.
-    let ratio = |f: Figure| {
-        median(
-            res[0]
-                .iter()
-                .zip(&res[1])
-                .map(|(e, t)| f(e) / f(t))
-                .collect(),
-        )
-    };
+    let ratio = |f: Figure| examples::median(res[0].iter().zip(&res[1]).map(|(e, t)| f(e) / f(t)));
     outln!(
         "median eevdf: {:.1} ms, {:.1} MiB | tokio: {:.1} ms, {:.1} MiB | ratio wall {:.2}x, RSS {:.2}x (median of the rounds' ratios)",
         column(0, wall),

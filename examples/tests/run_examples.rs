@@ -107,13 +107,17 @@ fn run_ok(name: &str, args: &[&str]) -> String {
 /// A duration as the examples print it (`87.8 µs`, `2.45 ms`, `1.20 s`), in µs.
 fn duration_us(s: &str) -> Option<f64> {
     let (number, unit) = s.trim().split_once(' ')?;
-    let scale = match unit {
-        "µs" => 1.0,
-        "ms" => 1e3,
-        "s" => 1e6,
-        _ => return None,
-    };
-    Some(number.parse::<f64>().ok()? * scale)
+    Some(number.parse::<f64>().ok()? * unit_us(unit)?)
+}
+
+/// µs per `unit` (`µs`, `ms`, `s`), as the examples print durations.
+fn unit_us(unit: &str) -> Option<f64> {
+    match unit {
+        "µs" => Some(1.0),
+        "ms" => Some(1e3),
+        "s" => Some(1e6),
+        _ => None,
+    }
 }
 
 /// The values of a table row of `latency_service` (`label` then one column
@@ -131,14 +135,9 @@ fn row_values(out: &str, label: &str) -> Vec<f64> {
             .trim_end_matches(['×', '%'])
             .parse()
             .unwrap_or_else(|_| panic!("`{w}` in row `{line}` is not a number"));
-        let scale = match words.peek() {
-            Some(&"µs") => 1.0,
-            Some(&"ms") => 1e3,
-            Some(&"s") => 1e6,
-            _ => {
-                values.push(number);
-                continue;
-            }
+        let Some(scale) = words.peek().and_then(|u| unit_us(u)) else {
+            values.push(number);
+            continue;
         };
         words.next();
         values.push(number * scale);

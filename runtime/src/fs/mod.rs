@@ -183,6 +183,15 @@ fn check_offset(offset: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// The plain system call: `pread` at `offset`, or `read` at the file
+/// position (`None`).
+fn plain_read(f: &std::fs::File, buf: &mut [u8], offset: Option<u64>) -> io::Result<usize> {
+    match offset {
+        Some(off) => f.read_at(buf, off),
+        None => (&*f).read(buf),
+    }
+}
+
 /// What a `preadv2(…, RWF_NOWAIT)` said.
 enum NoWait {
     /// It read this much (or failed for a reason of its own).
@@ -332,41 +341,29 @@ impl File {
     /// the blocking pool (module docs); elsewhere the plain system call.
     fn read_off_ring(&self, buf: &mut [u8], offset: Option<u64>) -> io::Result<usize> {
         if !crate::in_green_thread() {
-            return match offset {
-                Some(off) => self.inner.read_at(buf, off),
-                None => (&self.inner).read(buf),
-            };
+            return plain_read(&self.inner, buf, offset);
         }
-        let here = |buf: &mut [u8]| match offset {
-            Some(off) => self.inner.read_at(buf, off),
-            None => (&self.inner).read(buf),
-        };
-        // An offset beyond i64 is EINVAL for preadv2: let the pool's pread say so.
-        let at = offset.map_or(Some(-1), |off| i64::try_from(off).ok());
-        if let Some(at) = at {
-            if let NoWait::Done(r) = read_nowait(self.inner.as_fd(), buf, at) {
-                return r;
-            }
+        // `read_at` has refused offsets past i64::MAX, so the cast is exact.
+        let at = offset.map_or(-1, |off| off as i64);
+        if let NoWait::Done(r) = read_nowait(self.inner.as_fd(), buf, at) {
+            return r;
         }
         // O_DIRECT (a file from `from_std`): RWF_NOWAIT does not keep such a
         // read from waiting for the device, and the pool's buffer would not
         // have the alignment it needs. Read here.
         if self.has_flag(libc::O_DIRECT) {
-            return here(buf);
+            return plain_read(&self.inner, buf, offset);
         }
         // The pool thread reads through its own descriptor for the same
         // open file (a `dup`: one file position, which `read` advances).
         // Without a descriptor to spare, read here.
         let Ok(file) = self.inner.try_clone() else {
-            return here(buf);
+            return plain_read(&self.inner, buf, offset);
         };
         let len = buf.len().min(POOL_READ_MAX);
         let data = off_worker(move || {
             let mut v = vec![0u8; len];
-            let n = match offset {
-                Some(off) => file.read_at(&mut v, off)?,
-                None => (&file).read(&mut v)?,
-            };
+            let n = plain_read(&file, &mut v, offset)?;
             v.truncate(n);
             Ok(v)
         })?;

@@ -338,12 +338,36 @@ fn preempt_owned(
 /// assert!(slept + Duration::from_millis(1) >= Duration::from_millis(5));
 /// ```
 pub fn sleep(d: Duration) {
-    match Instant::now().checked_add(d) {
-        Some(t) => sleep_until(t),
-        None => loop {
-            sleep(Duration::from_secs(3600 * 24 * 365));
-        },
+    // Deadlines stay far below the clock's end: longer sleeps go a year at
+    // a time.
+    const YEAR: Duration = Duration::from_secs(3600 * 24 * 365);
+    let mut left = d;
+    loop {
+        let step = left.min(YEAR);
+        // One clock read: the deadline is taken on the runtime's clock
+        // directly, not converted from an `Instant`.
+        let dl = clock::now().saturating_add(step.as_nanos() as u64);
+        if !sleep_green_until(dl) {
+            std::thread::sleep(left);
+            return;
+        }
+        left -= step;
+        if left.is_zero() {
+            return;
+        }
     }
+}
+
+/// Blocks the current green thread until the runtime's clock reads `dl`.
+/// Returns `false` (at once) on an OS thread.
+fn sleep_green_until(dl: u64) -> bool {
+    let Some(mut ahead) = waiter::park_green_until(dl) else {
+        return false;
+    };
+    while ahead {
+        ahead = waiter::park_green_until(dl) == Some(true);
+    }
+    true
 }
 
 /// Sleeps until `deadline` (returns at once if it has passed).
@@ -364,10 +388,7 @@ pub fn sleep_until(deadline: Instant) {
         }
         return;
     }
-    let dl = clock::from_instant(deadline);
-    while clock::now() < dl {
-        waiter::park(|| false, Some(deadline));
-    }
+    sleep_green_until(clock::from_instant(deadline));
 }
 
 /// Blocks the calling green thread until its token is made available by

@@ -21,6 +21,7 @@
 //! token semantics. Either may return spuriously: callers loop.
 
 use crate::context::Switch;
+use crate::task::tcb::Tcb;
 use crate::task::TaskRef;
 use crate::time::clock;
 use crate::worker::tls;
@@ -85,34 +86,7 @@ pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool 
 /// did not switch passes one itself.
 pub(crate) fn park_reporting(ready: impl Fn() -> bool, deadline: Option<Instant>) -> (bool, bool) {
     match tls::current() {
-        Some(me) => {
-            let dl = deadline.map(clock::from_instant);
-            if let Some(dl) = dl {
-                if clock::now() >= dl {
-                    return (ready(), false);
-                }
-            }
-            me.st.set_blocked();
-            if ready() {
-                me.st.set_running();
-                return (true, false);
-            }
-            let why = match dl {
-                Some(dl) => Switch::BlockUntil(dl),
-                None => Switch::Block,
-            };
-            // SAFETY: `me` is `tls::current()`, read above; `ready()` is a
-            // condition check that does not switch.
-            unsafe { crate::task::switch_out_of(me, why) };
-            // Re-fetch: we may be on another worker now.
-            if let Some(dl) = dl {
-                if let Some(me) = tls::current() {
-                    me.bump_timer_seq();
-                }
-                return (ready() || clock::now() < dl, true);
-            }
-            (true, true)
-        }
+        Some(me) => park_green(me, ready, deadline.map(clock::from_instant)),
         None => {
             if ready() {
                 return (true, false);
@@ -134,4 +108,44 @@ pub(crate) fn park_reporting(ready: impl Fn() -> bool, deadline: Option<Instant>
             (awake, false)
         }
     }
+}
+
+/// A green thread's [`park_reporting`], with its deadline (if any) on the
+/// runtime's clock (`time::clock`), so that a caller that has one already
+/// (a sleep) converts nothing. Returns (`false` if the deadline passed,
+/// whether it switched out).
+fn park_green(me: &Tcb, ready: impl Fn() -> bool, dl: Option<u64>) -> (bool, bool) {
+    if let Some(dl) = dl {
+        if clock::now() >= dl {
+            return (ready(), false);
+        }
+    }
+    me.st.set_blocked();
+    if ready() {
+        me.st.set_running();
+        return (true, false);
+    }
+    let why = match dl {
+        Some(dl) => Switch::BlockUntil(dl),
+        None => Switch::Block,
+    };
+    // SAFETY: `me` is `tls::current()` (every caller reads it just before);
+    // `ready()` is a condition check that does not switch.
+    unsafe { crate::task::switch_out_of(me, why) };
+    // Re-fetch: we may be on another worker now.
+    if let Some(dl) = dl {
+        if let Some(me) = tls::current() {
+            me.bump_timer_seq();
+        }
+        return (ready() || clock::now() < dl, true);
+    }
+    (true, true)
+}
+
+/// Blocks the current green thread until the runtime's clock reaches
+/// `dl` (`time::clock` nanoseconds) or it is woken. Returns `None` on an
+/// OS thread (the caller waits another way), else whether the deadline is
+/// still ahead (a spurious return: callers loop).
+pub(crate) fn park_green_until(dl: u64) -> Option<bool> {
+    tls::current().map(|me| park_green(me, || false, Some(dl)).0)
 }

@@ -262,6 +262,20 @@ fn sleep_and_park_timing() {
     });
     // sleep_until in the past returns at once
     rt.block_on(|| eevdf_rt::sleep_until(Instant::now() - Duration::from_millis(1)));
+    // a zero sleep returns at once, without a timer
+    let fired =
+        |rt: &eevdf_rt::Runtime| -> u64 { rt.stats().workers.iter().map(|w| w.timers_fired).sum() };
+    let before = fired(&rt);
+    rt.block_on(|| {
+        for _ in 0..1000 {
+            eevdf_rt::sleep(Duration::ZERO);
+        }
+    });
+    assert_eq!(fired(&rt), before);
+    // on an OS thread, sleep is std's
+    let t = Instant::now();
+    eevdf_rt::sleep(Duration::from_millis(5));
+    assert!(t.elapsed() >= Duration::from_millis(5));
 }
 
 #[test]

@@ -338,6 +338,10 @@ fn preempt_owned(
 /// assert!(slept + Duration::from_millis(1) >= Duration::from_millis(5));
 /// ```
 pub fn sleep(d: Duration) {
+    if tls::current().is_none() {
+        std::thread::sleep(d);
+        return;
+    }
     // Deadlines stay far below the clock's end: longer sleeps go a year at
     // a time.
     const YEAR: Duration = Duration::from_secs(3600 * 24 * 365);
@@ -346,11 +350,7 @@ pub fn sleep(d: Duration) {
         let step = left.min(YEAR);
         // One clock read: the deadline is taken on the runtime's clock
         // directly, not converted from an `Instant`.
-        let dl = clock::now().saturating_add(step.as_nanos() as u64);
-        if !sleep_green_until(dl) {
-            std::thread::sleep(left);
-            return;
-        }
+        sleep_green_until(clock::now().saturating_add(step.as_nanos() as u64));
         left -= step;
         if left.is_zero() {
             return;
@@ -358,16 +358,11 @@ pub fn sleep(d: Duration) {
     }
 }
 
-/// Blocks the current green thread until the runtime's clock reads `dl`.
-/// Returns `false` (at once) on an OS thread.
-fn sleep_green_until(dl: u64) -> bool {
-    let Some(mut ahead) = waiter::park_green_until(dl) else {
-        return false;
-    };
-    while ahead {
-        ahead = waiter::park_green_until(dl) == Some(true);
-    }
-    true
+/// Blocks the current green thread until the runtime's clock reads `dl`
+/// (its callers have checked that they run on one).
+fn sleep_green_until(dl: u64) {
+    // `Some(true)`: woken before the deadline (spurious), so park again.
+    while waiter::park_green_until(dl) == Some(true) {}
 }
 
 /// Sleeps until `deadline` (returns at once if it has passed).

@@ -32,9 +32,10 @@
 //! and the pair with the narrowest bracket is kept, so the rate's relative
 //! error is about (bracket width) / [`CALIBRATION`], a few 10⁻⁵. The runtime
 //! never compares its clock with an absolute outside clock over long
-//! spans: deadlines are converted from `Instant`s relative to a fresh pair
-//! of reads ([`from_instant`]), so that error scales durations by the same
-//! few 10⁻⁵ (30 ns on a 1 ms sleep), never accumulates.
+//! spans: deadlines are either a duration added to a fresh reading (a
+//! sleep) or converted from `Instant`s relative to a fresh pair of reads
+//! ([`from_instant`]), so that error scales durations by the same few
+//! 10⁻⁵ (30 ns on a 1 ms sleep), never accumulates.
 
 use crate::sys;
 use std::sync::OnceLock;

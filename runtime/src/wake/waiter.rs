@@ -21,8 +21,7 @@
 //! token semantics. Either may return spuriously: callers loop.
 
 use crate::context::Switch;
-use crate::task::tcb::Tcb;
-use crate::task::TaskRef;
+use crate::task::{TaskRef, Tcb};
 use crate::time::clock;
 use crate::worker::tls;
 use std::thread::Thread;

@@ -348,8 +348,8 @@ pub fn sleep(d: Duration) {
     let mut left = d;
     loop {
         let step = left.min(YEAR);
-        // One clock read: the deadline is taken on the runtime's clock
-        // directly, not converted from an `Instant`.
+        // The deadline is a reading of the runtime's clock plus the step,
+        // not an `Instant` converted to it.
         sleep_green_until(clock::now().saturating_add(step.as_nanos() as u64));
         left -= step;
         if left.is_zero() {

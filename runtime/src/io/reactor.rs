@@ -41,6 +41,7 @@
 
 use crate::io::source::Direction;
 use crate::shared::Shared;
+use crate::task::TaskRef;
 use crate::wake::waiter::Waiter;
 use parking_lot::Mutex;
 use std::io;
@@ -140,7 +141,7 @@ impl Waiters {
 /// Whether two waiters are the same green thread / OS thread.
 fn same(a: &Waiter, b: &Waiter) -> bool {
     match (a, b) {
-        (Waiter::Green(x), Waiter::Green(y)) => Arc::ptr_eq(x, y),
+        (Waiter::Green(x), Waiter::Green(y)) => TaskRef::ptr_eq(x, y),
         (Waiter::Thread(x), Waiter::Thread(y)) => x.id() == y.id(),
         _ => false,
     }

@@ -19,8 +19,8 @@
 //! is an llist whose consumer reverses it before running the wakeups.
 //!
 //! Ownership: a pushed node is owned by the list (the producer hands over
-//! one strong reference, `Arc::into_raw`); `take_all` hands ownership to the
-//! consumer. A node is on at most one list at a time: the wake protocol only
+//! one counted reference, [`Linked::into_raw`]); `take_all` hands ownership
+//! to the consumer. A node is on at most one list at a time: the wake protocol only
 //! pushes a task whose wake it has claimed (state `WAKING`).
 //!
 //! There is no ABA problem: nodes are only removed by the single consumer,
@@ -29,12 +29,26 @@
 
 use crate::loom::{AtomicPtr, Ordering};
 use std::ptr;
-use std::sync::Arc;
 
-/// A node that can be linked into a [`WakeList`].
-pub(crate) trait Linked: Sized {
+/// A node that can be linked into a [`WakeList`], and the counted
+/// reference to it that the list holds while it is linked.
+///
+/// # Safety
+/// `from_raw(into_raw(r))` must give back `r`, and while the raw pointer
+/// is outstanding it must point at a live node that the reference keeps
+/// alive (its count is not given back until `from_raw`).
+pub(crate) unsafe trait Linked: Sized {
+    /// The counted reference (`Arc<Self>`, or the runtime's `TaskRef`).
+    type Ref;
     /// The intrusive link. Only the wakelist touches it.
     fn link(&self) -> &AtomicPtr<Self>;
+    /// Gives up `r`'s count as a raw pointer.
+    fn into_raw(r: Self::Ref) -> *const Self;
+    /// Takes back a count given up by `into_raw`.
+    ///
+    /// # Safety
+    /// `p` comes from `into_raw` and is taken back once.
+    unsafe fn from_raw(p: *const Self) -> Self::Ref;
 }
 
 /// The lock-free MPSC stack.
@@ -42,8 +56,8 @@ pub(crate) struct WakeList<T: Linked> {
     head: AtomicPtr<T>,
 }
 
-// SAFETY: the list only moves `Arc<T>` ownership between threads; `T` must
-// be shareable across threads for that to be sound.
+// SAFETY: the list only moves counted references to `T` between threads;
+// `T` must be shareable across threads for that to be sound.
 unsafe impl<T: Linked + Send + Sync> Send for WakeList<T> {}
 // SAFETY: as above; all shared access goes through the atomic head.
 unsafe impl<T: Linked + Send + Sync> Sync for WakeList<T> {}
@@ -58,10 +72,10 @@ impl<T: Linked> WakeList<T> {
 
     /// Pushes `node`. Returns `true` if the list was empty before (the
     /// caller then decides whether the owner needs a kick).
-    pub(crate) fn push(&self, node: Arc<T>) -> bool {
-        let raw = Arc::into_raw(node) as *mut T;
-        // SAFETY: `raw` comes from `Arc::into_raw` just above, so it points
-        // at a live `T`; we own one strong count until the CAS publishes it.
+    pub(crate) fn push(&self, node: T::Ref) -> bool {
+        let raw = T::into_raw(node) as *mut T;
+        // SAFETY: `raw` comes from `Linked::into_raw` just above, so it
+        // points at a live `T`; we own one count until the CAS publishes it.
         let link = unsafe { (*raw).link() };
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
@@ -102,8 +116,8 @@ impl<T: Linked> WakeList<T> {
         // Reverse LIFO → FIFO.
         let mut reversed: *mut T = ptr::null_mut();
         while !node.is_null() {
-            // SAFETY: every node on the list is a live `Arc<T>` leaked by
-            // `push`; after the swap only this consumer can reach it.
+            // SAFETY: every node on the list is a live node whose count
+            // `push` gave up; after the swap only this consumer can reach it.
             let link = unsafe { (*node).link() };
             let next = link.load(Ordering::Relaxed);
             link.store(reversed, Ordering::Relaxed);
@@ -128,18 +142,18 @@ pub(crate) struct Drain<T: Linked> {
 }
 
 impl<T: Linked> Iterator for Drain<T> {
-    type Item = Arc<T>;
-    fn next(&mut self) -> Option<Arc<T>> {
+    type Item = T::Ref;
+    fn next(&mut self) -> Option<T::Ref> {
         if self.next.is_null() {
             return None;
         }
         let raw = self.next;
         // SAFETY: the drain exclusively owns the reversed chain; each node is
-        // a strong reference leaked by `push`, reclaimed exactly once here.
+        // a count given up by `push`, taken back exactly once here.
         unsafe {
             self.next = (*raw).link().load(Ordering::Relaxed);
             (*raw).link().store(ptr::null_mut(), Ordering::Relaxed);
-            Some(Arc::from_raw(raw))
+            Some(T::from_raw(raw))
         }
     }
 }
@@ -156,14 +170,25 @@ impl<T: Linked> Drop for Drain<T> {
 #[cfg(test)]
 mod fixture {
     use super::*;
+    use std::sync::Arc;
 
     pub(super) struct Node {
         pub(super) value: usize,
         link: AtomicPtr<Node>,
     }
-    impl Linked for Node {
+    // SAFETY: `Arc::into_raw` and `Arc::from_raw` are inverse and the raw
+    // pointer keeps its count.
+    unsafe impl Linked for Node {
+        type Ref = Arc<Node>;
         fn link(&self) -> &AtomicPtr<Node> {
             &self.link
+        }
+        fn into_raw(r: Arc<Node>) -> *const Node {
+            Arc::into_raw(r)
+        }
+        unsafe fn from_raw(p: *const Node) -> Arc<Node> {
+            // SAFETY: the caller's contract (from `into_raw`, once).
+            unsafe { Arc::from_raw(p) }
         }
     }
     pub(super) fn node(value: usize) -> Arc<Node> {
@@ -176,12 +201,13 @@ mod fixture {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::fixture::node;
+    use super::fixture::{node, Node};
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn fifo_order_and_empty_flag() {
-        let list = WakeList::new();
+        let list = WakeList::<Node>::new();
         assert!(list.push(node(1)));
         assert!(!list.push(node(2)));
         assert!(!list.push(node(3)));
@@ -193,7 +219,7 @@ mod tests {
 
     #[test]
     fn concurrent_pushes_lose_nothing() {
-        let list = Arc::new(WakeList::new());
+        let list = Arc::new(WakeList::<Node>::new());
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 let list = list.clone();
@@ -223,7 +249,7 @@ mod tests {
     #[test]
     fn dropping_a_list_frees_its_nodes() {
         let n = node(7);
-        let list = WakeList::new();
+        let list = WakeList::<Node>::new();
         list.push(n.clone());
         assert_eq!(Arc::strong_count(&n), 2);
         drop(list);
@@ -234,7 +260,7 @@ mod tests {
 /// Loom models: `RUSTFLAGS="--cfg loom" cargo test -p eevdf-rt --lib --release loom`.
 #[cfg(all(test, loom))]
 mod loom_tests {
-    use super::fixture::node;
+    use super::fixture::{node, Node};
     use super::*;
     use loom::sync::Arc as LArc;
 
@@ -243,7 +269,7 @@ mod loom_tests {
     #[test]
     fn loom_wakelist_mpsc() {
         loom::model(|| {
-            let list = LArc::new(WakeList::new());
+            let list = LArc::new(WakeList::<Node>::new());
             let producers: Vec<_> = (0..2)
                 .map(|p| {
                     let list = list.clone();

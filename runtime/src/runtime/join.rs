@@ -475,7 +475,7 @@ impl<T> JoinHandle<T> {
                     && t.st.on_rq() == QUEUED
                     && t.st.state() == RUNNING
                 {
-                    let why = Switch::YieldTo(Arc::as_ptr(t) as *const ());
+                    let why = Switch::YieldTo(TaskRef::as_ptr(t) as *const ());
                     // SAFETY: `me` is `tls::current()`, read just above.
                     unsafe { crate::task::switch_out_of(me, why) };
                     switched = true;

@@ -23,6 +23,7 @@ use crate::sched::{Features, RunQueue};
 use crate::stats::{Stats, WorkerStats};
 use crate::task::builder::SpawnOpts;
 use crate::task::state::DEAD;
+use crate::task::TaskRef;
 use crate::worker::tls;
 use join::JoinHandle;
 use parking_lot::Mutex;
@@ -372,7 +373,7 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
         // context; the registry gave us the task exclusively.
         let ctx = unsafe { t.context_mut() }.take();
         if let Some(mut ctx) = ctx {
-            tls::set_current(Arc::as_ptr(t));
+            tls::set_current(TaskRef::as_ptr(t));
             // A destructor that panics must not stop the cleanup of the rest.
             let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
             tls::set_current(std::ptr::null());

@@ -12,6 +12,7 @@ use crate::sched::{EnqueueFlags, Entity, WakeFlags};
 use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::builder::SpawnOpts;
+use crate::task::registry::Refused;
 use crate::task::state::QUEUED;
 use crate::task::tcb::activation;
 use crate::task::{TaskRef, Tcb};
@@ -120,14 +121,14 @@ where
         .with_policy(opts.policy);
     let here = wake::waker_index(sh);
     let target = placement::select_spawn_worker(sh, &mask, here);
-    let tcb: TaskRef = Arc::new(Tcb::new(
+    let tcb = TaskRef::try_new(Tcb::new(
         crate::task::id::next_id(),
         opts.name,
         sh.clone(),
         entity,
         mask,
         target,
-    ));
+    ))?;
     crate::trace::spawned(sh, &tcb);
     // The packet is in the task block: the guard and the handle each hold
     // a reference to the task.
@@ -141,15 +142,21 @@ where
         None => context::stack::alloc_one(stack_size, &sh.config.stack_guard)?,
     };
     tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
-    if !sh.registry.insert(here.unwrap_or(target), &tcb) {
+    if let Err(why) = sh.registry.insert(here.unwrap_or(target), &tcb) {
         // Shutdown drained the registry after our check above (a spawn
-        // from outside the workers): nobody would ever run or unwind this
-        // task. Drop its body here; the guard in it delivers `Cancelled`.
+        // from outside the workers), or the registry could not grow:
+        // nobody would ever run or unwind this task. Drop its body here;
+        // the guard in it delivers `Cancelled` to the handle, which the
+        // caller never sees.
         // SAFETY: the task is not published: the spawner owns its context.
         if let Some(mut ctx) = unsafe { tcb.context_mut() }.take() {
             let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
         }
-        return Err(io::Error::other(Error::Shutdown));
+        return Err(match why {
+            Refused::Closed => io::Error::other(Error::Shutdown),
+            // `From<ErrorKind>` does not allocate.
+            Refused::NoMemory => io::ErrorKind::OutOfMemory.into(),
+        });
     }
 
     let mut clock_read = None;

@@ -46,12 +46,8 @@ pub(crate) fn current_ref() -> Option<TaskRef> {
     if p.is_null() {
         None
     } else {
-        // SAFETY: `p` comes from `Arc::as_ptr` of a task the worker holds a
-        // strong reference to for the whole resume (see `current`), so the
-        // count is at least one while we add ours.
-        unsafe {
-            std::sync::Arc::increment_strong_count(p);
-            Some(std::sync::Arc::from_raw(p))
-        }
+        // SAFETY: `p` comes from `TaskRef::as_ptr` of a task the worker
+        // holds a reference to for the whole resume (see `current`).
+        Some(unsafe { TaskRef::clone_from_ptr(p) })
     }
 }

@@ -266,7 +266,7 @@ impl Task {
             }
             if t.st.on_rq() == QUEUED {
                 let slot = t.slot();
-                if rq.q.holds(slot, |p| std::sync::Arc::ptr_eq(p, t)) {
+                if rq.q.holds(slot, |p| TaskRef::ptr_eq(p, t)) {
                     return f(Found::Queued { rq: &mut rq, slot }, now);
                 }
             } else {
@@ -297,7 +297,7 @@ impl std::fmt::Debug for Task {
 
 impl PartialEq for Task {
     fn eq(&self, other: &Self) -> bool {
-        std::sync::Arc::ptr_eq(&self.tcb, &other.tcb)
+        TaskRef::ptr_eq(&self.tcb, &other.tcb)
     }
 }
 impl Eq for Task {}

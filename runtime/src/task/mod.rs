@@ -2,7 +2,7 @@
 //! user-facing handle and builder, and the way a green thread hands control
 //! back to its worker.
 //!
-//! Owns: `Tcb` and `state`, task ids (`id`), [`Task`] (a handle to a green thread),
+//! Owns: `Tcb`, its counted reference `TaskRef` (`taskref`) and `state`, task ids (`id`), [`Task`] (a handle to a green thread),
 //! [`TaskStats`] (per-task accounting, `stats`),
 //! [`Builder`] (spawn options), and `switch_out`. Must not: schedule.
 
@@ -13,6 +13,7 @@ pub(crate) mod id;
 pub(crate) mod registry;
 pub(crate) mod state;
 pub(crate) mod stats;
+pub(crate) mod taskref;
 pub(crate) mod tcb;
 
 pub use builder::Builder;

@@ -14,10 +14,22 @@ use std::sync::atomic::Ordering;
 
 struct Slab {
     entries: Vec<Option<TaskRef>>,
+    /// Free indexes. Its capacity is kept at least `entries.len()`, so that
+    /// `remove` (at a task's exit, where an error has nowhere to go) never
+    /// allocates.
     free: Vec<u32>,
     /// Set by [`Registry::drain`]: shutdown has taken every task, and no
     /// task may be registered after it (nobody would unwind it).
     closed: bool,
+}
+
+/// Why [`Registry::insert`] registered nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Shutdown has drained the registry.
+    Closed,
+    /// The slab could not grow (the allocator has no memory).
+    NoMemory,
 }
 
 /// Sharded slab of live tasks.
@@ -41,14 +53,15 @@ impl Registry {
     }
 
     /// Registers `task` in shard `shard` and records its key in the task.
-    /// Returns `false`, registering nothing, once shutdown has drained the
-    /// registry (a spawn from outside the workers that raced with it).
-    #[must_use]
-    pub(crate) fn insert(&self, shard: usize, task: &TaskRef) -> bool {
+    /// Registers nothing, and says why, once shutdown has drained the
+    /// registry (a spawn from outside the workers that raced with it) or
+    /// when the slab cannot grow: a spawn reports running out of memory as
+    /// an error, where a plain `Vec::push` would abort the process.
+    pub(crate) fn insert(&self, shard: usize, task: &TaskRef) -> Result<(), Refused> {
         let shard = shard % self.shards.len();
         let mut s = self.shards[shard].lock();
         if s.closed {
-            return false;
+            return Err(Refused::Closed);
         }
         let index = match s.free.pop() {
             Some(i) => {
@@ -56,13 +69,20 @@ impl Registry {
                 i
             }
             None => {
+                let grown = s.entries.len() + 1;
+                let free_len = s.free.len();
+                if s.entries.try_reserve(1).is_err()
+                    || s.free.try_reserve(grown - free_len).is_err()
+                {
+                    return Err(Refused::NoMemory);
+                }
                 s.entries.push(Some(task.clone()));
                 (s.entries.len() - 1) as u32
             }
         };
         task.reg_key
             .store(((shard as u64) << 32) | index as u64, Ordering::Relaxed);
-        true
+        Ok(())
     }
 
     /// Removes `task` (at exit). Returns the registry's reference.
@@ -79,6 +99,7 @@ impl Registry {
         let (shard, index) = ((key >> 32) as usize, (key & 0xffff_ffff) as u32);
         let mut s = self.shards[shard].lock();
         let t = s.entries[index as usize].take();
+        debug_assert!(s.free.len() < s.free.capacity(), "insert reserves it");
         s.free.push(index);
         t
     }

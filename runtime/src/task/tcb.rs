@@ -40,8 +40,7 @@ use std::sync::atomic::{
 };
 use std::sync::Arc;
 
-/// A strong reference to a task control block.
-pub(crate) type TaskRef = Arc<Tcb>;
+pub(crate) use super::taskref::TaskRef;
 
 /// What the worker draining a wakelist must do with a task (`activation`).
 pub(crate) mod activation {
@@ -94,11 +93,11 @@ pub(crate) struct Tcb {
     pub(crate) affinity: WorkerMask,
     /// The EEVDF entity while the task is off every run queue. The worker
     /// that takes it when it drains a wakeup (`wake::activate`) should find
-    /// its lines in its own cache: a Tcb is only 16-byte aligned, so the
-    /// waker-written words at its start (reference count, state,
-    /// activation, wakelist link: the first 48 bytes) can share a cache
-    /// line with anything up to 96 bytes from the start, and the entity
-    /// starts after that.
+    /// its lines in its own cache: a task block is only 16-byte aligned,
+    /// so the waker-written words at its start (reference count, state,
+    /// activation, wakelist link: the block's first 40 bytes) can share a
+    /// cache line with anything up to 80 bytes from the block's start, and
+    /// the entity starts after that.
     entity: EntitySlot,
     /// Registry key (shard << 32 | index), for removal at exit.
     pub(crate) reg_key: AtomicU64,
@@ -119,9 +118,21 @@ pub(crate) struct Tcb {
     pub(crate) join: Packet,
 }
 
-impl Linked for Tcb {
+// SAFETY: `TaskRef::into_raw` and `TaskRef::from_raw` are inverse, and
+// the raw pointer keeps the reference's count.
+unsafe impl Linked for Tcb {
+    type Ref = TaskRef;
     fn link(&self) -> &AtomicPtr<Tcb> {
         &self.link
+    }
+    #[inline]
+    fn into_raw(r: TaskRef) -> *const Tcb {
+        TaskRef::into_raw(r)
+    }
+    #[inline]
+    unsafe fn from_raw(p: *const Tcb) -> TaskRef {
+        // SAFETY: the caller's contract (from `into_raw`, once).
+        unsafe { TaskRef::from_raw(p) }
     }
 }
 
@@ -373,14 +384,14 @@ mod tests {
     use std::mem::offset_of;
 
     /// The entity never shares a cache line with the words a remote waker
-    /// writes (reference counts, state, activation, the wakelist link),
-    /// whatever the allocator's 16-byte-aligned placement of the `Arc`:
+    /// writes (reference count, state, activation, the wakelist link),
+    /// whatever the allocator's 16-byte-aligned placement of the block:
     /// the worker that takes the entity when it drains the wakeup would
     /// otherwise fetch that line back from the waker's CPU.
     #[test]
     fn entity_is_off_the_wakers_lines() {
-        // `ArcInner`: the strong and weak counts, then the `Tcb`.
-        const HEADER: usize = 16;
+        // The `TaskRef` block: the count, then the `Tcb`.
+        const HEADER: usize = crate::task::taskref::HEADER;
         let written_end = HEADER + offset_of!(Tcb, link) + std::mem::size_of::<usize>();
         let entity = HEADER + offset_of!(Tcb, entity);
         for start in (0..64).step_by(16) {

@@ -62,13 +62,9 @@ impl Running {
     /// A strong reference to the task.
     fn to_ref(self) -> TaskRef {
         let p = self.0.as_ptr() as *const Tcb;
-        // SAFETY: `p` comes from an `Arc<Tcb>` (a `TaskRef`) that the
-        // registry keeps alive while the task has not exited on a worker
-        // (see `get`), so the count is at least one while we add ours.
-        unsafe {
-            Arc::increment_strong_count(p);
-            Arc::from_raw(p)
-        }
+        // SAFETY: `p` comes from a `TaskRef` that the registry keeps alive
+        // while the task has not exited on a worker (see `get`).
+        unsafe { TaskRef::clone_from_ptr(p) }
     }
 }
 

@@ -1,0 +1,290 @@
+//! `TaskRef`: the runtime's own counted reference to a task control block.
+//!
+//! Owns: the task block's allocation (one reference count and the [`Tcb`]
+//! in one block), its counting and its freeing. Must not: know the Tcb's
+//! fields, or allocate anywhere but in [`TaskRef::try_new`].
+//!
+//! # Why not `Arc<Tcb>`
+//!
+//! `Arc::new` aborts the process when the allocator fails, and a spawn must
+//! report running out of memory as an error instead ([`TaskRef::try_new`]
+//! returns one). Stable Rust has no fallible `Arc` constructor and no
+//! `Arc` over a custom allocator, so the block and its count are ours. The
+//! header is one word (`Arc` keeps a weak count as well, which the runtime
+//! never uses), so the Tcb's first line holds 8 more bytes of it.
+//!
+//! # The count
+//!
+//! The same protocol as `Arc`'s strong count:
+//! * a clone adds one with `Relaxed`: the clone is made from a reference
+//!   that is already counted, so no other thread can free the block in
+//!   between, and nothing is published by the increment;
+//! * a drop subtracts one with `Release`, so that every use of the block
+//!   through this reference happens-before the free; the drop that takes
+//!   the count to zero then issues an `Acquire` fence, which synchronises
+//!   with every earlier `Release` decrement, before it drops the Tcb and
+//!   frees the block;
+//! * a count above `isize::MAX` aborts (as `Arc` does): only a leak of
+//!   references in a loop can get there, and a wrapped count would free a
+//!   live block.
+
+use super::Tcb;
+use std::alloc::{self, Layout};
+use std::io;
+use std::marker::PhantomData;
+use std::mem::{self, offset_of};
+use std::ops::Deref;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+
+/// The allocation: the count, then the control block.
+#[repr(C)]
+struct TaskBox {
+    refs: AtomicUsize,
+    tcb: Tcb,
+}
+
+/// Bytes between the start of the allocation and the [`Tcb`] (for layout
+/// tests that place the Tcb's fields on cache lines).
+pub(crate) const HEADER: usize = offset_of!(TaskBox, tcb);
+
+/// Counts above this abort (see the module docs).
+const MAX_REFS: usize = isize::MAX as usize;
+
+/// A strong reference to a task control block; dereferences to the [`Tcb`].
+pub(crate) struct TaskRef {
+    ptr: NonNull<TaskBox>,
+    /// The reference owns a share of a `TaskBox` (drop check, variance).
+    _owns: PhantomData<TaskBox>,
+}
+
+// SAFETY: a `TaskRef` gives shared access to a `Tcb` from any thread and may
+// drop it on any thread, which is what `Arc<Tcb>` allows when `Tcb` is
+// `Send + Sync`; the assertions below keep that premise checked.
+unsafe impl Send for TaskRef {}
+// SAFETY: as above.
+unsafe impl Sync for TaskRef {}
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Tcb>();
+};
+
+#[cfg(test)]
+thread_local! {
+    /// Test hook: the next `try_new` on this thread fails as if the
+    /// allocator had no memory.
+    static FAIL_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the next [`TaskRef::try_new`] on this thread fail (tests only).
+#[cfg(test)]
+#[inline(never)]
+pub(crate) fn fail_next_allocation() {
+    FAIL_NEXT.with(|f| f.set(true));
+}
+
+/// Takes the test hook's flag (a thread-local read, so never inlined into
+/// green code: see `task::current`).
+#[cfg(test)]
+#[inline(never)]
+fn take_fail_next() -> bool {
+    FAIL_NEXT.with(|f| f.replace(false))
+}
+
+impl TaskRef {
+    /// Moves `tcb` into a new block with a count of one. Fails with
+    /// [`io::ErrorKind::OutOfMemory`] (and drops `tcb`) when the allocator
+    /// has no memory, instead of aborting as `Arc::new` would.
+    pub(crate) fn try_new(tcb: Tcb) -> io::Result<TaskRef> {
+        let layout = Layout::new::<TaskBox>();
+        #[cfg(test)]
+        if take_fail_next() {
+            return Err(io::ErrorKind::OutOfMemory.into());
+        }
+        // SAFETY: `TaskBox` is not zero-sized.
+        let raw = unsafe { alloc::alloc(layout) } as *mut TaskBox;
+        let Some(ptr) = NonNull::new(raw) else {
+            // `From<ErrorKind>` does not allocate.
+            return Err(io::ErrorKind::OutOfMemory.into());
+        };
+        // SAFETY: `ptr` is a fresh allocation of `TaskBox`'s layout, so
+        // writing a whole `TaskBox` into it is in bounds and aligned.
+        unsafe {
+            ptr.as_ptr().write(TaskBox {
+                refs: AtomicUsize::new(1),
+                tcb,
+            })
+        };
+        Ok(TaskRef {
+            ptr,
+            _owns: PhantomData,
+        })
+    }
+
+    /// The block's header and control block.
+    #[inline]
+    fn inner(&self) -> &TaskBox {
+        // SAFETY: this reference holds a count, so the block is alive.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// The address of the control block (what [`TaskRef::into_raw`] returns
+    /// and the thread-local "current task" stores).
+    #[inline]
+    pub(crate) fn as_ptr(this: &TaskRef) -> *const Tcb {
+        // SAFETY: in bounds of the live block; no reference is created.
+        unsafe { ptr::addr_of!((*this.ptr.as_ptr()).tcb) }
+    }
+
+    /// Gives up this reference without dropping its count; the pointer
+    /// goes back into a reference with [`TaskRef::from_raw`].
+    #[inline]
+    pub(crate) fn into_raw(this: TaskRef) -> *const Tcb {
+        let p = TaskRef::as_ptr(&this);
+        mem::forget(this);
+        p
+    }
+
+    /// Takes back a reference given up by [`TaskRef::into_raw`].
+    ///
+    /// # Safety
+    /// `p` must come from `into_raw`, and its count must not have been
+    /// taken back already.
+    #[inline]
+    pub(crate) unsafe fn from_raw(p: *const Tcb) -> TaskRef {
+        // SAFETY: `p` points at the `tcb` field of a live `TaskBox` (the
+        // caller's contract), `HEADER` bytes after the block's start.
+        let block = unsafe { p.byte_sub(HEADER) } as *mut TaskBox;
+        TaskRef {
+            // SAFETY: derived from a non-null block address.
+            ptr: unsafe { NonNull::new_unchecked(block) },
+            _owns: PhantomData,
+        }
+    }
+
+    /// A new counted reference to the task at `p`, which someone else holds.
+    ///
+    /// # Safety
+    /// `p` must be [`TaskRef::as_ptr`] of a task that a live `TaskRef`
+    /// keeps alive for the whole call.
+    #[inline]
+    pub(crate) unsafe fn clone_from_ptr(p: *const Tcb) -> TaskRef {
+        // SAFETY: the block is alive (the caller's contract), so this
+        // temporary reference does not own a count: it is forgotten.
+        let borrowed = mem::ManuallyDrop::new(unsafe { TaskRef::from_raw(p) });
+        (*borrowed).clone()
+    }
+
+    /// Whether `a` and `b` refer to the same task.
+    #[inline]
+    pub(crate) fn ptr_eq(a: &TaskRef, b: &TaskRef) -> bool {
+        a.ptr == b.ptr
+    }
+
+    /// The number of references (tests; racy while other threads hold some).
+    #[cfg(test)]
+    pub(crate) fn strong_count(this: &TaskRef) -> usize {
+        this.inner().refs.load(Ordering::Relaxed)
+    }
+}
+
+impl Clone for TaskRef {
+    #[inline]
+    fn clone(&self) -> TaskRef {
+        // Relaxed: see the module docs ("The count").
+        let old = self.inner().refs.fetch_add(1, Ordering::Relaxed);
+        if old > MAX_REFS {
+            std::process::abort();
+        }
+        TaskRef {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl Drop for TaskRef {
+    #[inline]
+    fn drop(&mut self) {
+        // Release: see the module docs ("The count").
+        if self.inner().refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        fence(Ordering::Acquire);
+        // SAFETY: the count reached zero, so this was the last reference:
+        // nobody else can reach the block, and the fence orders every other
+        // reference's last use before this point. The block was allocated
+        // in `try_new` with this layout.
+        unsafe {
+            ptr::drop_in_place(ptr::addr_of_mut!((*self.ptr.as_ptr()).tcb));
+            alloc::dealloc(self.ptr.as_ptr() as *mut u8, Layout::new::<TaskBox>());
+        }
+    }
+}
+
+impl Deref for TaskRef {
+    type Target = Tcb;
+    #[inline]
+    fn deref(&self) -> &Tcb {
+        &self.inner().tcb
+    }
+}
+
+impl std::fmt::Debug for TaskRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::io::ErrorKind;
+
+    #[test]
+    fn the_count_follows_clones_and_raw_round_trips() {
+        let rt = crate::Builder::new().workers(1).build().unwrap();
+        let h = crate::task::Builder::new().spawn_on(&rt, || 7).unwrap();
+        let t = h.task().tcb.clone();
+        let base = TaskRef::strong_count(&t);
+        let c = t.clone();
+        assert_eq!(TaskRef::strong_count(&t), base + 1);
+        assert!(TaskRef::ptr_eq(&t, &c));
+        let p = TaskRef::into_raw(c);
+        assert_eq!(p, TaskRef::as_ptr(&t));
+        assert_eq!(TaskRef::strong_count(&t), base + 1);
+        // SAFETY: `p` comes from `into_raw` just above, taken back once.
+        let c = unsafe { TaskRef::from_raw(p) };
+        // SAFETY: `t` keeps the task alive.
+        let d = unsafe { TaskRef::clone_from_ptr(p) };
+        assert_eq!(TaskRef::strong_count(&t), base + 2);
+        drop((c, d));
+        assert_eq!(TaskRef::strong_count(&t), base);
+        assert_eq!(h.join().unwrap(), 7);
+    }
+
+    #[test]
+    fn a_failed_task_allocation_is_a_spawn_error() {
+        let rt = crate::Builder::new().workers(1).build().unwrap();
+        // From an OS thread.
+        fail_next_allocation();
+        let err = crate::task::Builder::new()
+            .spawn_on(&rt, || 1)
+            .expect_err("the allocation was made to fail");
+        assert_eq!(err.kind(), ErrorKind::OutOfMemory);
+        // From a green thread (the spawner's worker path).
+        let (kind, after) = rt.block_on(|| {
+            fail_next_allocation();
+            let kind = crate::task::Builder::new()
+                .spawn(|| 2)
+                .map(|_| ())
+                .expect_err("the allocation was made to fail")
+                .kind();
+            (kind, crate::spawn(|| 3).join().unwrap())
+        });
+        assert_eq!(kind, ErrorKind::OutOfMemory);
+        assert_eq!(after, 3, "the runtime goes on after a failed spawn");
+        assert_eq!(rt.spawn(|| 4).join().unwrap(), 4);
+    }
+}

@@ -121,14 +121,16 @@ where
         .with_policy(opts.policy);
     let here = wake::waker_index(sh);
     let target = placement::select_spawn_worker(sh, &mask, here);
-    let tcb = TaskRef::try_new(Tcb::new(
-        crate::task::id::next_id(),
-        opts.name,
-        sh.clone(),
-        entity,
-        mask,
-        target,
-    ))?;
+    let tcb = TaskRef::try_new(|| {
+        Tcb::new(
+            crate::task::id::next_id(),
+            opts.name,
+            sh.clone(),
+            entity,
+            mask,
+            target,
+        )
+    })?;
     crate::trace::spawned(sh, &tcb);
     // The packet is in the task block: the guard and the handle each hold
     // a reference to the task.

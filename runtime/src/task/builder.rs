@@ -199,7 +199,10 @@ impl Builder {
     ///
     /// Errors: invalid options (`InvalidInput`), no runtime on this thread
     /// (`Other`, use [`spawn_on`](Self::spawn_on)), the runtime is shut
-    /// down, or a stack could not be allocated.
+    /// down, a stack could not be allocated (the OS error of the failed
+    /// `mmap`, usually `OutOfMemory`), or there was no memory for the task's
+    /// control block or its registry entry (`OutOfMemory`). A failed spawn
+    /// runs nothing and leaves the runtime usable.
     pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -212,7 +215,8 @@ impl Builder {
         spawn::spawn_green(&sh, opts, f)
     }
 
-    /// Spawns on `rt`, from any thread.
+    /// Spawns on `rt`, from any thread. Errors as [`spawn`](Self::spawn)
+    /// (less the missing runtime).
     pub fn spawn_on<F, T>(self, rt: &Runtime, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,

@@ -1,8 +1,9 @@
 //! `TaskRef`: the runtime's own counted reference to a task control block.
 //!
 //! Owns: the task block's allocation (one reference count and the [`Tcb`]
-//! in one block), its counting and its freeing. Must not: know the Tcb's
-//! fields, or allocate anywhere but in [`TaskRef::try_new`].
+//! in one block), its counting and its freeing, and the per-thread cache
+//! of free blocks. Must not: know the Tcb's fields, or allocate anywhere
+//! but in [`TaskRef::try_new`].
 //!
 //! # Why not `Arc<Tcb>`
 //!
@@ -27,6 +28,17 @@
 //! * a count above `isize::MAX` aborts (as `Arc` does): only a leak of
 //!   references in a loop can get there, and a wrapped count would free a
 //!   live block.
+//!
+//! # The block cache
+//!
+//! A freed block goes to a small cache of the thread that freed it (at
+//! most [`CACHED_BLOCKS`]), and a spawn on that thread takes its block
+//! from there before it asks the allocator. A task is usually spawned,
+//! run, finished and joined on one worker, so the block comes back to the
+//! thread that will spawn the next one. The cache holds raw memory only:
+//! a block's Tcb is dropped before the block enters it. A thread's cached
+//! blocks go back to the allocator when the thread exits; a block freed
+//! while that happens goes straight back too.
 
 use super::Tcb;
 use std::alloc::{self, Layout};
@@ -50,6 +62,72 @@ pub(crate) const HEADER: usize = offset_of!(TaskBox, tcb);
 
 /// Counts above this abort (see the module docs).
 const MAX_REFS: usize = isize::MAX as usize;
+
+/// Free blocks a thread keeps (about 14 KiB with a 448-byte block).
+pub(crate) const CACHED_BLOCKS: usize = 32;
+
+/// A thread's free blocks: allocated with `TaskBox`'s layout, holding no
+/// Tcb.
+struct BlockCache {
+    len: usize,
+    blocks: [*mut TaskBox; CACHED_BLOCKS],
+}
+
+impl Drop for BlockCache {
+    fn drop(&mut self) {
+        for &b in &self.blocks[..self.len] {
+            // SAFETY: every cached block was allocated with this layout and
+            // holds no live value (see `BlockCache`).
+            unsafe { alloc::dealloc(b as *mut u8, Layout::new::<TaskBox>()) };
+        }
+    }
+}
+
+thread_local! {
+    static CACHE: std::cell::RefCell<BlockCache> = const {
+        std::cell::RefCell::new(BlockCache { len: 0, blocks: [ptr::null_mut(); CACHED_BLOCKS] })
+    };
+}
+
+/// A free block from this thread's cache. Never inlined: a thread-local
+/// access in green code must not be (see `task::current`).
+#[inline(never)]
+fn cached_block() -> Option<NonNull<TaskBox>> {
+    CACHE
+        .try_with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len == 0 {
+                return None;
+            }
+            c.len -= 1;
+            let i = c.len;
+            NonNull::new(c.blocks[i])
+        })
+        .ok()
+        .flatten()
+}
+
+/// Returns a block whose Tcb has been dropped: to this thread's cache, or
+/// to the allocator when the cache is full or gone (thread exit).
+#[inline(never)]
+fn free_block(b: NonNull<TaskBox>) {
+    let kept = CACHE
+        .try_with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len == CACHED_BLOCKS {
+                return false;
+            }
+            let i = c.len;
+            c.blocks[i] = b.as_ptr();
+            c.len += 1;
+            true
+        })
+        .unwrap_or(false);
+    if !kept {
+        // SAFETY: allocated in `try_new` with this layout; its Tcb is dropped.
+        unsafe { alloc::dealloc(b.as_ptr() as *mut u8, Layout::new::<TaskBox>()) };
+    }
+}
 
 /// A strong reference to a task control block; dereferences to the [`Tcb`].
 pub(crate) struct TaskRef {
@@ -93,29 +171,39 @@ fn take_fail_next() -> bool {
 }
 
 impl TaskRef {
-    /// Moves `tcb` into a new block with a count of one. Fails with
-    /// [`io::ErrorKind::OutOfMemory`] (and drops `tcb`) when the allocator
-    /// has no memory, instead of aborting as `Arc::new` would.
-    pub(crate) fn try_new(tcb: Tcb) -> io::Result<TaskRef> {
+    /// A new block with a count of one, holding the Tcb that `make` builds.
+    /// Fails with [`io::ErrorKind::OutOfMemory`] (without calling `make`)
+    /// when the allocator has no memory, instead of aborting as `Arc::new`
+    /// would. `make` runs after the allocation so that the Tcb (over 400
+    /// bytes) can be built in the block rather than built and then copied.
+    #[inline]
+    pub(crate) fn try_new(make: impl FnOnce() -> Tcb) -> io::Result<TaskRef> {
         let layout = Layout::new::<TaskBox>();
         #[cfg(test)]
         if take_fail_next() {
             return Err(io::ErrorKind::OutOfMemory.into());
         }
-        // SAFETY: `TaskBox` is not zero-sized.
-        let raw = unsafe { alloc::alloc(layout) } as *mut TaskBox;
-        let Some(ptr) = NonNull::new(raw) else {
-            // `From<ErrorKind>` does not allocate.
-            return Err(io::ErrorKind::OutOfMemory.into());
+        let ptr = match cached_block() {
+            Some(b) => b,
+            None => {
+                // SAFETY: `TaskBox` is not zero-sized.
+                let raw = unsafe { alloc::alloc(layout) } as *mut TaskBox;
+                match NonNull::new(raw) {
+                    Some(b) => b,
+                    // `From<ErrorKind>` does not allocate.
+                    None => return Err(io::ErrorKind::OutOfMemory.into()),
+                }
+            }
         };
-        // SAFETY: `ptr` is a fresh allocation of `TaskBox`'s layout, so
-        // writing a whole `TaskBox` into it is in bounds and aligned.
+        let p = ptr.as_ptr();
+        // SAFETY: `p` is an allocation of `TaskBox`'s layout that holds no
+        // value (fresh, or a cached block whose Tcb was dropped), so writing
+        // each field is in bounds and aligned. If `make` panics, the block
+        // leaks (nothing reads it).
         unsafe {
-            ptr.as_ptr().write(TaskBox {
-                refs: AtomicUsize::new(1),
-                tcb,
-            })
-        };
+            ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(1));
+            ptr::addr_of_mut!((*p).tcb).write(make());
+        }
         Ok(TaskRef {
             ptr,
             _owns: PhantomData,
@@ -214,12 +302,11 @@ impl Drop for TaskRef {
         fence(Ordering::Acquire);
         // SAFETY: the count reached zero, so this was the last reference:
         // nobody else can reach the block, and the fence orders every other
-        // reference's last use before this point. The block was allocated
-        // in `try_new` with this layout.
-        unsafe {
-            ptr::drop_in_place(ptr::addr_of_mut!((*self.ptr.as_ptr()).tcb));
-            alloc::dealloc(self.ptr.as_ptr() as *mut u8, Layout::new::<TaskBox>());
-        }
+        // reference's last use before this point.
+        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*self.ptr.as_ptr()).tcb)) };
+        // The Tcb's drop may have dropped other tasks' references (a
+        // waker in its join packet): the cache is touched only after it.
+        free_block(self.ptr);
     }
 }
 
@@ -262,6 +349,36 @@ mod tests {
         drop((c, d));
         assert_eq!(TaskRef::strong_count(&t), base);
         assert_eq!(h.join().unwrap(), 7);
+    }
+
+    /// A freed block is handed out again on the same thread; a full cache
+    /// sends blocks back to the allocator (nothing kept beyond the cap).
+    #[test]
+    fn the_block_cache_reuses_and_is_bounded() {
+        std::thread::spawn(|| {
+            let layout = Layout::new::<TaskBox>();
+            let fresh = || {
+                // SAFETY: `TaskBox` is not zero-sized.
+                NonNull::new(unsafe { alloc::alloc(layout) } as *mut TaskBox).unwrap()
+            };
+            assert!(cached_block().is_none(), "a new thread's cache is empty");
+            let a = fresh();
+            free_block(a);
+            assert_eq!(cached_block(), Some(a));
+            assert!(cached_block().is_none());
+            for _ in 0..CACHED_BLOCKS + 5 {
+                free_block(fresh());
+            }
+            let mut kept = Vec::new();
+            while let Some(b) = cached_block() {
+                kept.push(b);
+            }
+            assert_eq!(kept.len(), CACHED_BLOCKS);
+            kept.into_iter().for_each(free_block);
+            // The rest go back to the allocator at the thread's exit.
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

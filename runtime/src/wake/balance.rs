@@ -6,7 +6,10 @@
 //! running, not delayed, eligible, not cache-hot within 500 µs unless
 //! balancing keeps failing, allowed on this worker), and migrate it with
 //! its lag and relative deadline (dequeue without SLEEP, enqueue MIGRATED).
-//! Must not: move pinned tasks, delayed tasks, or the running task.
+//! Also the two balance steps a busy worker takes at its tick: WA_STALE's
+//! pull from a worker that is not serving its queue, and the kick that
+//! wakes a parked worker to balance when tasks wait. Must not: move pinned
+//! tasks, delayed tasks, or the running task.
 
 use crate::lock::ShortGuard;
 use crate::sched::{Dequeue, DequeueFlags, EnqueueFlags, Feature, WakeFlags};
@@ -87,11 +90,6 @@ pub(crate) fn newidle(sh: &Shared, w: &Worker, now: u64, st: &mut BalanceState) 
     true
 }
 
-/// Called at a tick of busy worker `w` whose queue holds `queued` tasks:
-/// if it has tasks to spare and some worker sleeps in the kernel, kick one
-/// so it wakes and runs newidle balance (the kernel's nohz idle-balance
-/// kick: a parked worker cannot notice an imbalance by itself). At most one
-/// kick per `interval` per busy worker. Returns whether it kicked.
 /// WA_STALE, at a busy worker's tick: pulls the task EEVDF would run next
 /// from a worker that is not serving its queue (its OS thread preempted by
 /// the host, or a green thread running without preemption points: see
@@ -166,6 +164,11 @@ fn migrate(
     preempt
 }
 
+/// Called at a tick of busy worker `w` whose queue holds `queued` tasks:
+/// if it has tasks to spare and some worker sleeps in the kernel, kick one
+/// so it wakes and runs newidle balance (the kernel's nohz idle-balance
+/// kick: a parked worker cannot notice an imbalance by itself). At most one
+/// kick per `interval` per busy worker. Returns whether it kicked.
 pub(crate) fn kick_idle_for_balance(sh: &Shared, w: &Worker, queued: u32, now: u64) -> bool {
     if queued < 2 || sh.workers.len() < 2 {
         return false;

@@ -57,10 +57,11 @@ pub(crate) struct WakeList<T: Linked> {
 }
 
 // SAFETY: the list only moves counted references to `T` between threads;
-// `T` must be shareable across threads for that to be sound.
-unsafe impl<T: Linked + Send + Sync> Send for WakeList<T> {}
+// `T` must be shareable across threads, and its reference sendable, for
+// that to be sound.
+unsafe impl<T: Linked + Send + Sync> Send for WakeList<T> where T::Ref: Send {}
 // SAFETY: as above; all shared access goes through the atomic head.
-unsafe impl<T: Linked + Send + Sync> Sync for WakeList<T> {}
+unsafe impl<T: Linked + Send + Sync> Sync for WakeList<T> where T::Ref: Send {}
 
 impl<T: Linked> WakeList<T> {
     /// An empty list.

@@ -131,7 +131,6 @@ where
             target,
         )
     })?;
-    crate::trace::spawned(sh, &tcb);
     // The packet is in the task block: the guard and the handle each hold
     // a reference to the task.
     let guard = PacketGuard::new(PacketRef::Task(tcb.clone()));
@@ -160,6 +159,8 @@ where
             Refused::NoMemory => io::ErrorKind::OutOfMemory.into(),
         });
     }
+    // Traced once the spawn can no longer fail, before anyone can run it.
+    crate::trace::spawned(sh, &tcb);
 
     let mut clock_read = None;
     if Some(target) == here {

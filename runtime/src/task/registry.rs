@@ -32,6 +32,29 @@ pub(crate) enum Refused {
     NoMemory,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Test hook: the next `insert` on this thread fails as if the slab
+    /// could not grow.
+    static FAIL_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the next [`Registry::insert`] on this thread fail with
+/// [`Refused::NoMemory`] (tests only).
+#[cfg(test)]
+#[inline(never)]
+pub(crate) fn fail_next_insert() {
+    FAIL_NEXT.with(|f| f.set(true));
+}
+
+/// Takes the test hook's flag (never inlined into green code: see
+/// `task::current`).
+#[cfg(test)]
+#[inline(never)]
+fn take_fail_next() -> bool {
+    FAIL_NEXT.with(|f| f.replace(false))
+}
+
 /// Sharded slab of live tasks.
 pub(crate) struct Registry {
     shards: Box<[CachePadded<ShortLock<Slab>>]>,
@@ -58,6 +81,10 @@ impl Registry {
     /// when the slab cannot grow: a spawn reports running out of memory as
     /// an error, where a plain `Vec::push` would abort the process.
     pub(crate) fn insert(&self, shard: usize, task: &TaskRef) -> Result<(), Refused> {
+        #[cfg(test)]
+        if take_fail_next() {
+            return Err(Refused::NoMemory);
+        }
         let shard = shard % self.shards.len();
         let mut s = self.shards[shard].lock();
         if s.closed {
@@ -133,5 +160,35 @@ impl Registry {
                 s.entries.len() - s.free.len()
             })
             .sum()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::io::ErrorKind;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// A spawn the registry refuses for lack of memory is an error, runs
+    /// nothing, registers nothing, and leaves the runtime usable.
+    #[test]
+    fn a_refused_registration_is_a_spawn_error_that_runs_nothing() {
+        let rt = crate::Builder::new().workers(1).build().unwrap();
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        let (err, live) = rt.block_on(move || {
+            let sh = crate::runtime::spawn::current_shared().unwrap().clone();
+            let before = sh.registry.len();
+            super::fail_next_insert();
+            let err = crate::task::Builder::new()
+                .spawn(move || r.store(true, Ordering::SeqCst))
+                .map(|_| ())
+                .expect_err("the registry was made to refuse");
+            (err, sh.registry.len() - before)
+        });
+        assert_eq!(err.kind(), ErrorKind::OutOfMemory);
+        assert_eq!(live, 0, "nothing stays registered");
+        assert_eq!(rt.spawn(|| 5).join().unwrap(), 5);
+        assert!(!ran.load(Ordering::SeqCst), "the refused closure never ran");
     }
 }

@@ -327,58 +327,72 @@ impl std::fmt::Debug for TaskRef {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::sched::Entity;
+    use crate::worker::mask::WorkerMask;
     use std::io::ErrorKind;
+
+    /// A task block that is never spawned: nobody else counts it.
+    fn lone_task(rt: &crate::Runtime) -> TaskRef {
+        let sh = rt.shared().clone();
+        TaskRef::try_new(|| {
+            Tcb::new(
+                u64::MAX,
+                None,
+                sh,
+                Entity::new(0).unwrap(),
+                WorkerMask::first(1),
+                0,
+            )
+        })
+        .unwrap()
+    }
 
     #[test]
     fn the_count_follows_clones_and_raw_round_trips() {
         let rt = crate::Builder::new().workers(1).build().unwrap();
-        let h = crate::task::Builder::new().spawn_on(&rt, || 7).unwrap();
-        let t = h.task().tcb.clone();
-        let base = TaskRef::strong_count(&t);
+        let t = lone_task(&rt);
+        assert_eq!(TaskRef::strong_count(&t), 1);
         let c = t.clone();
-        assert_eq!(TaskRef::strong_count(&t), base + 1);
+        assert_eq!(TaskRef::strong_count(&t), 2);
         assert!(TaskRef::ptr_eq(&t, &c));
         let p = TaskRef::into_raw(c);
         assert_eq!(p, TaskRef::as_ptr(&t));
-        assert_eq!(TaskRef::strong_count(&t), base + 1);
+        assert_eq!(TaskRef::strong_count(&t), 2, "into_raw keeps the count");
         // SAFETY: `p` comes from `into_raw` just above, taken back once.
         let c = unsafe { TaskRef::from_raw(p) };
         // SAFETY: `t` keeps the task alive.
         let d = unsafe { TaskRef::clone_from_ptr(p) };
-        assert_eq!(TaskRef::strong_count(&t), base + 2);
+        assert_eq!(TaskRef::strong_count(&t), 3);
+        assert_eq!(d.id, u64::MAX);
         drop((c, d));
-        assert_eq!(TaskRef::strong_count(&t), base);
-        assert_eq!(h.join().unwrap(), 7);
+        assert_eq!(TaskRef::strong_count(&t), 1);
     }
 
-    /// A freed block is handed out again on the same thread; a full cache
-    /// sends blocks back to the allocator (nothing kept beyond the cap).
+    /// The last reference's drop puts the block in this thread's cache,
+    /// and the next task built on the thread gets it back; beyond the cap,
+    /// freed blocks go back to the allocator (the cache keeps no more).
     #[test]
-    fn the_block_cache_reuses_and_is_bounded() {
-        std::thread::spawn(|| {
-            let layout = Layout::new::<TaskBox>();
-            let fresh = || {
-                // SAFETY: `TaskBox` is not zero-sized.
-                NonNull::new(unsafe { alloc::alloc(layout) } as *mut TaskBox).unwrap()
-            };
-            assert!(cached_block().is_none(), "a new thread's cache is empty");
-            let a = fresh();
-            free_block(a);
-            assert_eq!(cached_block(), Some(a));
-            assert!(cached_block().is_none());
-            for _ in 0..CACHED_BLOCKS + 5 {
-                free_block(fresh());
-            }
-            let mut kept = Vec::new();
-            while let Some(b) = cached_block() {
-                kept.push(b);
-            }
-            assert_eq!(kept.len(), CACHED_BLOCKS);
-            kept.into_iter().for_each(free_block);
-            // The rest go back to the allocator at the thread's exit.
-        })
-        .join()
-        .unwrap();
+    fn a_freed_block_is_reused_and_the_cache_is_bounded() {
+        let rt = crate::Builder::new().workers(1).build().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert!(cached_block().is_none(), "a new thread's cache is empty");
+                let a = lone_task(&rt);
+                let block = a.ptr;
+                drop(a);
+                let b = lone_task(&rt);
+                assert_eq!(b.ptr, block, "the freed block is handed out again");
+                drop(b);
+                let many: Vec<TaskRef> = (0..CACHED_BLOCKS + 5).map(|_| lone_task(&rt)).collect();
+                drop(many);
+                let mut kept = Vec::new();
+                while let Some(b) = cached_block() {
+                    kept.push(b);
+                }
+                assert_eq!(kept.len(), CACHED_BLOCKS);
+                kept.into_iter().for_each(free_block);
+            });
+        });
     }
 
     #[test]

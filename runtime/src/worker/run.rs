@@ -33,7 +33,13 @@ struct Running(NonNull<Tcb>);
 
 impl Running {
     fn new(t: &TaskRef) -> Self {
-        Running(NonNull::from(&**t))
+        // From `TaskRef::as_ptr`, not from a `&Tcb`: the pointer goes on to
+        // `TaskRef::clone_from_ptr` (here and through the thread-local
+        // current task), which steps back to the block's count, outside the
+        // `Tcb` a reference would be limited to.
+        let p = TaskRef::as_ptr(t) as *mut Tcb;
+        // SAFETY: derived from a live block's non-null address.
+        Running(unsafe { NonNull::new_unchecked(p) })
     }
 
     #[inline]

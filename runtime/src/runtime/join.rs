@@ -445,6 +445,20 @@ impl<T: Send> JoinHandle<T> {
             _result: PhantomData,
         }
     }
+
+    /// [`JoinHandle::new`] with a reference to the packet that the caller
+    /// already holds (a spawn makes all its task references at once):
+    /// `packet` must be the guard's packet.
+    pub(crate) fn with_packet(guard: &PacketGuard<T>, packet: PacketRef) -> Self {
+        debug_assert!(
+            matches!((&guard.packet, &packet), (Some(PacketRef::Task(a)), PacketRef::Task(b)) if TaskRef::ptr_eq(a, b)),
+            "the handle's packet is the guard's"
+        );
+        JoinHandle {
+            packet,
+            _result: PhantomData,
+        }
+    }
 }
 
 impl<T> JoinHandle<T> {

@@ -121,7 +121,9 @@ where
         .with_policy(opts.policy);
     let here = wake::waker_index(sh);
     let target = placement::select_spawn_worker(sh, &mask, here);
-    let tcb = TaskRef::try_new(|| {
+    // The spawner's, the guard's, the handle's and the registry's
+    // references, counted at once.
+    let [tcb, for_guard, for_handle, for_registry] = TaskRef::try_new(|| {
         Tcb::new(
             crate::task::id::next_id(),
             opts.name,
@@ -133,8 +135,8 @@ where
     })?;
     // The packet is in the task block: the guard and the handle each hold
     // a reference to the task.
-    let guard = PacketGuard::new(PacketRef::Task(tcb.clone()));
-    let handle = JoinHandle::new(&guard);
+    let guard = PacketGuard::new(PacketRef::Task(for_guard));
+    let handle = JoinHandle::with_packet(&guard, PacketRef::Task(for_handle));
     let body = green_body(f, guard);
     let stack_size = opts.stack_size.unwrap_or(sh.config.stack_size);
     // The stack outside any run-queue lock (it may map a slab).
@@ -143,7 +145,7 @@ where
         None => context::stack::alloc_one(stack_size, &sh.config.stack_guard)?,
     };
     tcb.install_context(GreenContext::with_slot(stack, &tcb.suspend, body));
-    if let Err(why) = sh.registry.insert(here.unwrap_or(target), &tcb) {
+    if let Err(why) = sh.registry.insert(here.unwrap_or(target), for_registry) {
         // Shutdown drained the registry after our check above (a spawn
         // from outside the workers), or the registry could not grow:
         // nobody would ever run or unwind this task. Drop its body here;

@@ -75,12 +75,13 @@ impl Registry {
         }
     }
 
-    /// Registers `task` in shard `shard` and records its key in the task.
+    /// Registers `task` (the registry's own reference, handed over) in
+    /// shard `shard` and records its key in the task.
     /// Registers nothing, and says why, once shutdown has drained the
     /// registry (a spawn from outside the workers that raced with it) or
     /// when the slab cannot grow: a spawn reports running out of memory as
     /// an error, where a plain `Vec::push` would abort the process.
-    pub(crate) fn insert(&self, shard: usize, task: &TaskRef) -> Result<(), Refused> {
+    pub(crate) fn insert(&self, shard: usize, task: TaskRef) -> Result<(), Refused> {
         #[cfg(test)]
         if take_fail_next() {
             return Err(Refused::NoMemory);
@@ -90,10 +91,11 @@ impl Registry {
         if s.closed {
             return Err(Refused::Closed);
         }
-        let index = match s.free.pop() {
+        let key = |index: u32| ((shard as u64) << 32) | index as u64;
+        match s.free.pop() {
             Some(i) => {
-                s.entries[i as usize] = Some(task.clone());
-                i
+                task.reg_key.store(key(i), Ordering::Relaxed);
+                s.entries[i as usize] = Some(task);
             }
             None => {
                 let grown = s.entries.len() + 1;
@@ -101,14 +103,15 @@ impl Registry {
                 if s.entries.try_reserve(1).is_err()
                     || s.free.try_reserve(grown - free_len).is_err()
                 {
+                    // Not the last reference (the spawner holds others):
+                    // dropping it here frees nothing under the lock.
                     return Err(Refused::NoMemory);
                 }
-                s.entries.push(Some(task.clone()));
-                (s.entries.len() - 1) as u32
+                let i = s.entries.len() as u32;
+                task.reg_key.store(key(i), Ordering::Relaxed);
+                s.entries.push(Some(task));
             }
-        };
-        task.reg_key
-            .store(((shard as u64) << 32) | index as u64, Ordering::Relaxed);
+        }
         Ok(())
     }
 

@@ -171,13 +171,19 @@ fn take_fail_next() -> bool {
 }
 
 impl TaskRef {
-    /// A new block with a count of one, holding the Tcb that `make` builds.
-    /// Fails with [`io::ErrorKind::OutOfMemory`] (without calling `make`)
-    /// when the allocator has no memory, instead of aborting as `Arc::new`
-    /// would. `make` runs after the allocation so that the Tcb (over 400
-    /// bytes) can be built in the block rather than built and then copied.
+    /// A new block holding the Tcb that `make` builds, and `N` references
+    /// to it. Fails with [`io::ErrorKind::OutOfMemory`] (without calling
+    /// `make`) when the allocator has no memory, instead of aborting as
+    /// `Arc::new` would.
+    ///
+    /// `make` runs after the allocation so that the Tcb (over 400 bytes)
+    /// is built in the block rather than built and then copied. The count
+    /// starts at `N` (a plain store: nobody else can see the block yet),
+    /// where `N − 1` clones would each be a locked read-modify-write on a
+    /// line the Tcb's initialisation has just written; a spawn needs four.
     #[inline]
-    pub(crate) fn try_new(make: impl FnOnce() -> Tcb) -> io::Result<TaskRef> {
+    pub(crate) fn try_new<const N: usize>(make: impl FnOnce() -> Tcb) -> io::Result<[TaskRef; N]> {
+        const { assert!(N > 0, "at least one reference") };
         let layout = Layout::new::<TaskBox>();
         #[cfg(test)]
         if take_fail_next() {
@@ -201,13 +207,14 @@ impl TaskRef {
         // each field is in bounds and aligned. If `make` panics, the block
         // leaks (nothing reads it).
         unsafe {
-            ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(1));
+            ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(N));
             ptr::addr_of_mut!((*p).tcb).write(make());
         }
-        Ok(TaskRef {
+        // The `N` references the count was set to.
+        Ok(std::array::from_fn(|_| TaskRef {
             ptr,
             _owns: PhantomData,
-        })
+        }))
     }
 
     /// The block's header and control block.
@@ -334,7 +341,7 @@ mod tests {
     /// A task block that is never spawned: nobody else counts it.
     fn lone_task(rt: &crate::Runtime) -> TaskRef {
         let sh = rt.shared().clone();
-        TaskRef::try_new(|| {
+        let [t] = TaskRef::try_new(|| {
             Tcb::new(
                 u64::MAX,
                 None,
@@ -344,7 +351,30 @@ mod tests {
                 0,
             )
         })
-        .unwrap()
+        .unwrap();
+        t
+    }
+
+    /// The references of one block start with its count (no clones).
+    #[test]
+    fn several_references_at_once_are_counted() {
+        let rt = crate::Builder::new().workers(1).build().unwrap();
+        let sh = rt.shared().clone();
+        let [a, b, c] = TaskRef::try_new(|| {
+            Tcb::new(
+                7,
+                None,
+                sh,
+                Entity::new(0).unwrap(),
+                WorkerMask::first(1),
+                0,
+            )
+        })
+        .unwrap();
+        assert!(TaskRef::ptr_eq(&a, &b) && TaskRef::ptr_eq(&b, &c));
+        assert_eq!(TaskRef::strong_count(&a), 3);
+        drop((b, c));
+        assert_eq!(TaskRef::strong_count(&a), 1);
     }
 
     #[test]

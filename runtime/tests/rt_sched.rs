@@ -320,17 +320,12 @@ fn reader_workers_beside_hogs(features: &str, n: usize) -> (Vec<usize>, f64) {
         .unwrap()
         .join()
         .unwrap();
-    let (start, delay0, steal0) = (
-        Instant::now(),
-        common::run_delay_of("waio-w"),
-        common::steal_ns(),
-    );
+    let loss = common::CpuLoss::start("waio-w", 2);
     for _ in 0..n {
         std::thread::sleep(Duration::from_millis(2));
         tx.write_all(&[1]).unwrap();
     }
-    let lost = (common::run_delay_of("waio-w") - delay0 + (common::steal_ns() - steal0)) as f64
-        / (2 * start.elapsed().as_nanos()) as f64;
+    let lost = loss.share();
     drop(tx);
     let on = reader.join().unwrap();
     stop.store(true, Ordering::Relaxed);
@@ -350,21 +345,16 @@ fn reader_workers_beside_hogs(features: &str, n: usize) -> (Vec<usize>, f64) {
 fn readiness_wakeups_go_to_the_polling_worker_with_wa_io() {
     let _s = serial();
     with_timeout(60, "WA_IO placement", || {
-        // A run in which the workers' threads waited for a CPU more than a
-        // tenth of the time (another process, or the hypervisor, shares
-        // their CPUs) is repeated: a worker that gets half a CPU polls the
-        // reactor half as often, and the placement then follows the
-        // machine, not the two hogs against one. Up to 10 runs; the last
-        // one counts whatever the machine did.
-        let mut tries = 0;
-        let on = loop {
-            tries += 1;
-            let (on, lost) = reader_workers_beside_hogs("default", 100);
-            let on_light = on.iter().filter(|&&w| w == 1).count();
-            if on_light > 50 || lost <= 0.10 || tries == 10 {
-                break on;
-            }
-        };
+        // A run in which the workers' threads lost more than a tenth of
+        // their CPU time (another process, or the hypervisor, shares their
+        // CPUs) is repeated: a worker that gets half a CPU polls the reactor
+        // half as often, and the placement then follows the machine, not
+        // the two hogs against one (`common::unless_contended`).
+        let on = common::unless_contended(
+            10,
+            || reader_workers_beside_hogs("default", 100),
+            |on| on.iter().filter(|&&w| w == 1).count() > 50,
+        );
         let on_light = on.iter().filter(|&&w| w == 1).count();
         assert!(
             on_light > 50,

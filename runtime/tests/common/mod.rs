@@ -155,24 +155,27 @@ impl CpuLoss {
 /// Runs a timing measurement until it passes, repeating the runs in which
 /// the machine kept the workers off their CPUs (`lost` above 10%): those
 /// measure the machine, not the runtime. Returns the first run that passes,
-/// else the first run that was not contended, else the last of `tries`; the
-/// caller asserts on it, so a runtime that misses its bound on a quiet
-/// machine still fails.
+/// else the first run that was not contended, for the caller to assert on
+/// (so a runtime that misses its bound on a quiet machine fails); `None`
+/// if all `tries` runs were contended, after saying so on stderr: the
+/// machine gave nothing to judge the runtime by.
 pub fn unless_contended<T>(
+    what: &str,
     tries: u32,
     mut run: impl FnMut() -> (T, f64),
     passes: impl Fn(&T) -> bool,
-) -> T {
-    let mut n = 0;
-    loop {
-        n += 1;
+) -> Option<T> {
+    let mut lost_shares = Vec::new();
+    for _ in 0..tries {
         let (r, lost) = run();
-        if passes(&r) || lost <= 0.10 || n >= tries {
-            return r;
+        if passes(&r) || lost <= 0.10 {
+            return Some(r);
         }
-        eprintln!(
-            "run {n}: the workers lost {:.0}% of their CPU time; repeated",
-            lost * 100.0
-        );
+        lost_shares.push(format!("{:.0}%", lost * 100.0));
     }
+    eprintln!(
+        "{what}: not measured: in all {tries} runs the machine kept the workers off their \
+         CPUs (CPU time lost: {lost_shares:?})"
+    );
+    None
 }

@@ -8,6 +8,8 @@
 
 pub(crate) mod builder;
 pub(crate) mod current;
+#[cfg(test)]
+pub(crate) mod fail_next;
 pub(crate) mod handle;
 pub(crate) mod id;
 pub(crate) mod registry;

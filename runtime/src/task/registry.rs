@@ -32,29 +32,6 @@ pub(crate) enum Refused {
     NoMemory,
 }
 
-#[cfg(test)]
-thread_local! {
-    /// Test hook: the next `insert` on this thread fails as if the slab
-    /// could not grow.
-    static FAIL_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Makes the next [`Registry::insert`] on this thread fail with
-/// [`Refused::NoMemory`] (tests only).
-#[cfg(test)]
-#[inline(never)]
-pub(crate) fn fail_next_insert() {
-    FAIL_NEXT.with(|f| f.set(true));
-}
-
-/// Takes the test hook's flag (never inlined into green code: see
-/// `task::current`).
-#[cfg(test)]
-#[inline(never)]
-fn take_fail_next() -> bool {
-    FAIL_NEXT.with(|f| f.replace(false))
-}
-
 /// Sharded slab of live tasks.
 pub(crate) struct Registry {
     shards: Box<[CachePadded<ShortLock<Slab>>]>,
@@ -83,7 +60,7 @@ impl Registry {
     /// an error, where a plain `Vec::push` would abort the process.
     pub(crate) fn insert(&self, shard: usize, task: TaskRef) -> Result<(), Refused> {
         #[cfg(test)]
-        if take_fail_next() {
+        if crate::task::fail_next::take(crate::task::fail_next::Alloc::Registry) {
             return Err(Refused::NoMemory);
         }
         let shard = shard % self.shards.len();
@@ -182,7 +159,7 @@ mod tests {
         let (err, live) = rt.block_on(move || {
             let sh = crate::runtime::spawn::current_shared().unwrap().clone();
             let before = sh.registry.len();
-            super::fail_next_insert();
+            crate::task::fail_next::arm(crate::task::fail_next::Alloc::Registry);
             let err = crate::task::Builder::new()
                 .spawn(move || r.store(true, Ordering::SeqCst))
                 .map(|_| ())

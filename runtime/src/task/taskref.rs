@@ -156,28 +156,6 @@ const _: () = {
     send_sync::<Tcb>();
 };
 
-#[cfg(test)]
-thread_local! {
-    /// Test hook: the next `try_new` on this thread fails as if the
-    /// allocator had no memory.
-    static FAIL_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Makes the next [`TaskRef::try_new`] on this thread fail (tests only).
-#[cfg(test)]
-#[inline(never)]
-pub(crate) fn fail_next_allocation() {
-    FAIL_NEXT.with(|f| f.set(true));
-}
-
-/// Takes the test hook's flag (a thread-local read, so never inlined into
-/// green code: see `task::current`).
-#[cfg(test)]
-#[inline(never)]
-fn take_fail_next() -> bool {
-    FAIL_NEXT.with(|f| f.replace(false))
-}
-
 impl TaskRef {
     /// A new block holding the Tcb that `make` builds, and `N` references
     /// to it. Fails with [`io::ErrorKind::OutOfMemory`] (without calling
@@ -194,7 +172,7 @@ impl TaskRef {
         const { assert!(N > 0, "at least one reference") };
         let layout = Layout::new::<TaskBox>();
         #[cfg(test)]
-        if take_fail_next() {
+        if crate::task::fail_next::take(crate::task::fail_next::Alloc::TaskBlock) {
             return Err(io::ErrorKind::OutOfMemory.into());
         }
         let ptr = match cached_block() {
@@ -437,14 +415,14 @@ mod tests {
     fn a_failed_task_allocation_is_a_spawn_error() {
         let rt = crate::Builder::new().workers(1).build().unwrap();
         // From an OS thread.
-        fail_next_allocation();
+        crate::task::fail_next::arm(crate::task::fail_next::Alloc::TaskBlock);
         let err = crate::task::Builder::new()
             .spawn_on(&rt, || 1)
             .expect_err("the allocation was made to fail");
         assert_eq!(err.kind(), ErrorKind::OutOfMemory);
         // From a green thread (the spawner's worker path).
         let (kind, after) = rt.block_on(|| {
-            fail_next_allocation();
+            crate::task::fail_next::arm(crate::task::fail_next::Alloc::TaskBlock);
             let kind = crate::task::Builder::new()
                 .spawn(|| 2)
                 .map(|_| ())

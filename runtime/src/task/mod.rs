@@ -21,7 +21,8 @@ pub(crate) mod tcb;
 pub use builder::Builder;
 pub use handle::Task;
 pub use stats::TaskStats;
-pub(crate) use tcb::{TaskRef, Tcb};
+pub(crate) use taskref::TaskRef;
+pub(crate) use tcb::Tcb;
 
 pub use crate::runtime::join::JoinHandle;
 

@@ -68,12 +68,8 @@ impl Registry {
         if s.closed {
             return Err(Refused::Closed);
         }
-        let key = |index: u32| ((shard as u64) << 32) | index as u64;
-        match s.free.pop() {
-            Some(i) => {
-                task.reg_key.store(key(i), Ordering::Relaxed);
-                s.entries[i as usize] = Some(task);
-            }
+        let index = match s.free.pop() {
+            Some(i) => i,
             None => {
                 let grown = s.entries.len() + 1;
                 let free_len = s.free.len();
@@ -84,11 +80,13 @@ impl Registry {
                     // dropping it here frees nothing under the lock.
                     return Err(Refused::NoMemory);
                 }
-                let i = s.entries.len() as u32;
-                task.reg_key.store(key(i), Ordering::Relaxed);
-                s.entries.push(Some(task));
+                s.entries.push(None);
+                (s.entries.len() - 1) as u32
             }
-        }
+        };
+        task.reg_key
+            .store(((shard as u64) << 32) | index as u64, Ordering::Relaxed);
+        s.entries[index as usize] = Some(task);
         Ok(())
     }
 

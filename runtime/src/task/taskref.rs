@@ -170,7 +170,6 @@ impl TaskRef {
     #[inline]
     pub(crate) fn try_new<const N: usize>(make: impl FnOnce() -> Tcb) -> io::Result<[TaskRef; N]> {
         const { assert!(N > 0, "at least one reference") };
-        let layout = Layout::new::<TaskBox>();
         #[cfg(test)]
         if crate::task::fail_next::take(crate::task::fail_next::Alloc::TaskBlock) {
             return Err(io::ErrorKind::OutOfMemory.into());
@@ -179,7 +178,7 @@ impl TaskRef {
             Some(b) => b,
             None => {
                 // SAFETY: `TaskBox` is not zero-sized.
-                let raw = unsafe { alloc::alloc(layout) } as *mut TaskBox;
+                let raw = unsafe { alloc::alloc(Layout::new::<TaskBox>()) } as *mut TaskBox;
                 match NonNull::new(raw) {
                     Some(b) => b,
                     // `From<ErrorKind>` does not allocate.

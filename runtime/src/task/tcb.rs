@@ -40,7 +40,7 @@ use std::sync::atomic::{
 };
 use std::sync::Arc;
 
-pub(crate) use super::taskref::TaskRef;
+use super::TaskRef;
 
 /// What the worker draining a wakelist must do with a task (`activation`).
 pub(crate) mod activation {

@@ -57,6 +57,8 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     features: AtomicU32,
     pub(crate) registry: Registry,
+    /// The room every worker has for tasks (`worker::room`).
+    pub(crate) room: crate::worker::room::Room,
     pub(crate) shutdown: AtomicBool,
     pub(crate) external: Counters,
     /// Round-robin cursor for spawns from outside the runtime.
@@ -84,6 +86,7 @@ impl Shared {
             .then(|| crate::io::uring::Driver::new(workers.len()));
         Shared {
             registry: Registry::new(workers.len()),
+            room: crate::worker::room::Room::new(),
             overloaded: (0..workers.len()).map(|_| AtomicBool::new(false)).collect(),
             workers,
             idle_mask: AtomicMask::new(),

@@ -161,6 +161,24 @@ where
             Refused::NoMemory => io::ErrorKind::OutOfMemory.into(),
         });
     }
+    // Every worker must have room for every task before this one is
+    // published: past this point a wakeup or a timer has no way to fail.
+    let tasks = sh.registry.slots();
+    if !sh.room.covers(tasks) {
+        if let Err(e) = crate::worker::room::make(sh, tasks) {
+            if let Some(registered) = sh.registry.withdraw(&tcb) {
+                drop(registered);
+                // SAFETY: the task is not published and no longer
+                // registered: the spawner owns its context.
+                if let Some(mut ctx) = unsafe { tcb.context_mut() }.take() {
+                    let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
+                }
+            }
+            // Otherwise shutdown drained the registry after we registered:
+            // the task is shutdown's, which unwinds it.
+            return Err(e);
+        }
+    }
     // Traced once the spawn can no longer fail, before anyone can run it.
     crate::trace::spawned(sh, &tcb);
 

@@ -4,7 +4,20 @@
 //! live in one slot from its enqueue to its dequeue; the slot's index is the
 //! public [`Slot`](super::Slot) and the node index in the tree and the
 //! recency list. Freed indexes are reused last-in first-out, so a busy queue
-//! keeps touching the same memory. Must not: know about the policy.
+//! keeps touching the same memory. Room can be reserved ahead
+//! ([`Arena::try_reserve`]), fallibly, so that storing never allocates.
+//! Must not: know about the policy.
+
+use std::collections::TryReserveError;
+
+/// Grows `v`'s capacity to at least `total` elements, exactly, or fails
+/// without changing it.
+pub(crate) fn reserve_total<E>(v: &mut Vec<E>, total: usize) -> Result<(), TryReserveError> {
+    match total.checked_sub(v.len()) {
+        Some(more) if v.capacity() < total => v.try_reserve_exact(more),
+        _ => Ok(()),
+    }
+}
 
 /// A vector of optional values with O(1) allocation and release.
 #[derive(Clone, Debug)]
@@ -27,6 +40,22 @@ impl<V> Arena<V> {
     /// Number of occupied slots.
     pub(crate) fn len(&self) -> u32 {
         self.len
+    }
+
+    /// Makes room for `total` occupied slots at once: after `Ok`, storing
+    /// and releasing never allocate while at most `total` slots are
+    /// occupied (`entries` grows only when no freed index is left, so it
+    /// holds at most `total` slots, and the free list never holds more
+    /// indexes than there are slots). Reserves exactly; an error leaves
+    /// the arena as it was, still usable.
+    pub(crate) fn try_reserve(&mut self, total: usize) -> Result<(), TryReserveError> {
+        reserve_total(&mut self.entries, total)?;
+        reserve_total(&mut self.free, total)
+    }
+
+    /// The number of occupied slots that fit without allocating.
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries.capacity().min(self.free.capacity())
     }
 
     /// Stores `v` and returns its index.
@@ -111,6 +140,25 @@ mod tests {
         assert_eq!(a.alloc('z'), x);
         assert_eq!(*a.get(y), 'y');
         assert_eq!(a.iter().map(|(_, v)| *v).collect::<String>(), "zy");
+    }
+
+    #[test]
+    fn reserved_room_is_used_without_reallocating() {
+        let mut a = Arena::new();
+        a.try_reserve(100).unwrap();
+        assert!(a.capacity() >= 100);
+        let (entries, free) = (a.entries.as_ptr(), a.free.as_ptr());
+        let mut held: Vec<u32> = (0..100).map(|i| a.alloc(i)).collect();
+        for _ in 0..3 {
+            for i in held.drain(..) {
+                a.release(i);
+            }
+            held = (0..100).map(|i| a.alloc(i)).collect();
+        }
+        assert_eq!((a.entries.as_ptr(), a.free.as_ptr()), (entries, free));
+        // a smaller reservation changes nothing
+        a.try_reserve(10).unwrap();
+        assert_eq!(a.entries.as_ptr(), entries);
     }
 
     #[test]

@@ -41,6 +41,20 @@ impl Lru {
         }
     }
 
+    /// Makes room for the links of indexes below `total`, so that adding
+    /// them never allocates (see [`super::arena::Arena::try_reserve`]).
+    pub(crate) fn try_reserve(
+        &mut self,
+        total: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        super::arena::reserve_total(&mut self.links, total)
+    }
+
+    /// The number of indexes whose links fit without allocating.
+    pub(crate) fn capacity(&self) -> usize {
+        self.links.capacity()
+    }
+
     /// Number of members.
     pub(crate) fn len(&self) -> u32 {
         self.len

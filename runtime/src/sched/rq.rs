@@ -311,6 +311,28 @@ impl<T> RunQueue<T> {
         self.features.is_enabled(f)
     }
 
+    /// Makes room for `total` queued entities at once, so that enqueueing
+    /// and dequeueing never allocate while at most `total` are queued.
+    /// The queue's storage (the slots, the tree's nodes, the recency links)
+    /// otherwise grows on demand at an enqueue, where an allocation failure
+    /// can only abort; a caller that can still report an error (a spawn)
+    /// reserves here first. Reserves exactly what is asked; an error leaves
+    /// the queue unchanged and usable.
+    pub fn try_reserve(&mut self, total: usize) -> Result<(), std::collections::TryReserveError> {
+        self.arena.try_reserve(total)?;
+        self.tree.try_reserve(total)?;
+        self.lru.try_reserve(total)
+    }
+
+    /// The number of queued entities that fit without allocating (see
+    /// [`RunQueue::try_reserve`]).
+    pub fn capacity(&self) -> usize {
+        self.arena
+            .capacity()
+            .min(self.tree.capacity())
+            .min(self.lru.capacity())
+    }
+
     /// Queued entities, including the current one and delayed ones.
     pub fn nr_queued(&self) -> u32 {
         self.nr_queued

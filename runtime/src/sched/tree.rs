@@ -131,6 +131,20 @@ impl Default for AugTree {
 }
 
 impl AugTree {
+    /// Makes room for the nodes of arena indexes below `total`, so that
+    /// inserting them never allocates (see [`super::arena::Arena::try_reserve`]).
+    pub(crate) fn try_reserve(
+        &mut self,
+        total: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        super::arena::reserve_total(&mut self.nodes, total)
+    }
+
+    /// The number of arena indexes whose nodes fit without allocating.
+    pub(crate) fn capacity(&self) -> usize {
+        self.nodes.capacity()
+    }
+
     /// An empty tree (in flat mode).
     pub(crate) fn new() -> Self {
         AugTree {

@@ -14,6 +14,8 @@ pub(crate) enum Alloc {
     TaskBlock = 1,
     /// The registry's slab (`Registry::insert`).
     Registry = 2,
+    /// The workers' room for the tasks (`worker::room::make`).
+    Room = 4,
 }
 
 thread_local! {

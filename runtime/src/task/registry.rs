@@ -10,7 +10,7 @@
 use crate::lock::ShortLock;
 use crate::task::TaskRef;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 struct Slab {
     entries: Vec<Option<TaskRef>>,
@@ -35,6 +35,11 @@ pub(crate) enum Refused {
 /// Sharded slab of live tasks.
 pub(crate) struct Registry {
     shards: Box<[CachePadded<ShortLock<Slab>>]>,
+    /// The sum of the shards' slab capacities: never less than the number
+    /// of live tasks. Written only when a slab reallocates (its capacity
+    /// doubles), so it is read-mostly; a spawn reads it to check that every
+    /// run queue has room for every task (`worker::room`).
+    slots: AtomicUsize,
 }
 
 impl Registry {
@@ -49,6 +54,7 @@ impl Registry {
                     }))
                 })
                 .collect(),
+            slots: AtomicUsize::new(0),
         }
     }
 
@@ -73,12 +79,23 @@ impl Registry {
             None => {
                 let grown = s.entries.len() + 1;
                 let free_len = s.free.len();
+                let before = s.entries.capacity();
                 if s.entries.try_reserve(1).is_err()
                     || s.free.try_reserve(grown - free_len).is_err()
                 {
                     // Not the last reference (the spawner holds others):
                     // dropping it here frees nothing under the lock.
                     return Err(Refused::NoMemory);
+                }
+                // Relaxed: the count needs no ordering with other memory.
+                // It is one atomic, so a spawner reading it after its own
+                // insert sees every growth that happened before that insert
+                // on its shard (the shard lock orders them), and the
+                // largest value any spawner read covers every shard's
+                // growth that spawner's predecessors made (`worker::room`).
+                let after = s.entries.capacity();
+                if after > before {
+                    self.slots.fetch_add(after - before, Ordering::Relaxed);
                 }
                 s.entries.push(None);
                 (s.entries.len() - 1) as u32
@@ -88,6 +105,29 @@ impl Registry {
             .store(((shard as u64) << 32) | index as u64, Ordering::Relaxed);
         s.entries[index as usize] = Some(task);
         Ok(())
+    }
+
+    /// An upper bound on the number of live tasks: the slabs' capacity.
+    #[inline]
+    pub(crate) fn slots(&self) -> usize {
+        self.slots.load(Ordering::Relaxed)
+    }
+
+    /// Takes back the registration of a task that was never published (a
+    /// spawn that failed after registering it). `None` if shutdown has
+    /// drained the registry meanwhile: the task is shutdown's now, which
+    /// unwinds it, and the caller must not touch its context.
+    pub(crate) fn withdraw(&self, task: &crate::task::Tcb) -> Option<TaskRef> {
+        let key = task.reg_key.load(Ordering::Relaxed);
+        let (shard, index) = ((key >> 32) as usize, (key & 0xffff_ffff) as u32);
+        let mut s = self.shards.get(shard)?.lock();
+        if s.closed || key == u64::MAX {
+            return None;
+        }
+        task.reg_key.store(u64::MAX, Ordering::Relaxed);
+        let t = s.entries[index as usize].take();
+        s.free.push(index);
+        t
     }
 
     /// Removes `task` (at exit). Returns the registry's reference.

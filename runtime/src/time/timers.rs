@@ -4,7 +4,10 @@
 //! worker's run-queue lock (it is only touched at switches and ticks, when
 //! that lock is held anyway). Cancellation is lazy: a task that stops
 //! waiting bumps its timer sequence, and an entry whose sequence no longer
-//! matches is dropped when it surfaces. Must not: wake tasks itself (expired
+//! matches is dropped when it surfaces, or by a sweep once the heap has
+//! doubled. Room for a given number of tasks can be reserved ahead
+//! ([`Timers::try_reserve`]) so that arming never allocates. Must not:
+//! wake tasks itself (expired
 //! entries are handed to the caller, who wakes them after dropping the lock,
 //! keeping the lock order task → run queue).
 
@@ -36,6 +39,9 @@ impl Ord for Entry {
     }
 }
 
+/// The smallest heap size at which a sweep runs.
+const MIN_SWEEP: usize = 1024;
+
 /// A worker's timer heap.
 pub(crate) struct Timers {
     heap: BinaryHeap<Entry>,
@@ -47,8 +53,33 @@ impl Timers {
     pub(crate) fn new() -> Self {
         Timers {
             heap: BinaryHeap::new(),
-            sweep_at: 1024,
+            sweep_at: MIN_SWEEP,
         }
+    }
+
+    /// Makes room for the timers of `tasks` tasks, so that arming never
+    /// allocates while at most that many tasks exist.
+    ///
+    /// Each task has at most one live entry (its sequence changes when it
+    /// stops waiting), and a sweep runs when the heap reaches `sweep_at`,
+    /// which is at most `max(2 × the live entries at the last sweep,
+    /// 1024)`. So the heap never holds more than `max(2 × tasks, 1024)`
+    /// entries. An error leaves the heap unchanged.
+    pub(crate) fn try_reserve(
+        &mut self,
+        tasks: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        let total = tasks.saturating_mul(2).max(MIN_SWEEP);
+        match total.checked_sub(self.heap.len()) {
+            Some(more) if self.heap.capacity() < total => self.heap.try_reserve_exact(more),
+            _ => Ok(()),
+        }
+    }
+
+    /// The number of entries that fit without allocating.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.heap.capacity()
     }
 
     /// Arms a timer for `task` at `deadline` (ns) with the task's current timer sequence.
@@ -69,28 +100,35 @@ impl Timers {
         self.heap.peek().map(|e| e.deadline)
     }
 
-    /// Moves every live entry due at `now` into `out`, dropping stale ones.
-    pub(crate) fn expire(&mut self, now: u64, out: &mut Vec<TaskRef>) {
+    /// Moves live entries due at `now` into `out`, dropping stale ones,
+    /// without growing `out`: it stops once `out` is full (but always
+    /// takes at least one, so a caller makes progress). Returns whether
+    /// entries due at `now` may remain (the caller comes back for them).
+    pub(crate) fn expire(&mut self, now: u64, out: &mut Vec<TaskRef>) -> bool {
+        let room = out.capacity().saturating_sub(out.len()).max(1);
+        let mut taken = 0;
         while let Some(e) = self.heap.peek() {
             if e.deadline > now {
-                break;
+                return false;
+            }
+            if taken == room {
+                return true;
             }
             let e = self.heap.pop().expect("peeked");
             if e.task.timer_seq() == e.seq {
                 out.push(e.task);
+                taken += 1;
             }
         }
+        false
     }
 
-    /// Drops stale entries; amortised O(1) per insert (runs when the heap
-    /// has doubled since the last sweep).
+    /// Drops stale entries in place (the heap keeps its capacity);
+    /// amortised O(1) per insert (runs when the heap has doubled since the
+    /// last sweep).
     fn sweep(&mut self) {
-        let entries = std::mem::take(&mut self.heap).into_vec();
-        self.heap = entries
-            .into_iter()
-            .filter(|e| e.task.timer_seq() == e.seq)
-            .collect();
-        self.sweep_at = (self.heap.len() * 2).max(1024);
+        self.heap.retain(|e| e.task.timer_seq() == e.seq);
+        self.sweep_at = (self.heap.len() * 2).max(MIN_SWEEP);
     }
 
     /// Removes every entry (shutdown).

@@ -36,6 +36,7 @@ pub(crate) mod handoff;
 pub(crate) mod idle;
 pub mod mask;
 pub(crate) mod owner;
+pub(crate) mod room;
 pub(crate) mod run;
 pub(crate) mod tls;
 
@@ -430,14 +431,16 @@ impl Worker {
         }
     }
 
-    /// Moves due timers into `out` (under the lock) and refreshes the mirror.
-    pub(crate) fn expire_timers(&self, rq: &mut Rq, now: u64, out: &mut Vec<TaskRef>) {
-        rq.timers.expire(now, out);
+    /// Moves due timers into `out` (under the lock), as many as fit in its
+    /// capacity, and refreshes the mirror. Returns whether more may be due.
+    pub(crate) fn expire_timers(&self, rq: &mut Rq, now: u64, out: &mut Vec<TaskRef>) -> bool {
+        let more = rq.timers.expire(now, out);
         self.next_timer.store(
             rq.timers.next_deadline().unwrap_or(u64::MAX),
             Ordering::Relaxed,
         );
         self.refresh_next_event();
+        more
     }
 
     /// Recomputes `next_event` from its parts (owner only).

@@ -495,13 +495,19 @@ fn os_yield(w: &Worker) -> Option<Yielded> {
 
 /// Wakes the tasks whose timers are due.
 fn fire_timers(w: &Worker, now: u64, buf: &mut Vec<TaskRef>) {
-    {
-        let mut rq = w.lock();
-        w.expire_timers(&mut rq, now, buf);
-    }
-    for t in buf.drain(..) {
-        if wake::wake_task(&t) {
-            w.stats.inc(Counter::timers_fired);
+    // In batches of `buf`'s capacity: the switch path never allocates.
+    loop {
+        let more = {
+            let mut rq = w.lock();
+            w.expire_timers(&mut rq, now, buf)
+        };
+        for t in buf.drain(..) {
+            if wake::wake_task(&t) {
+                w.stats.inc(Counter::timers_fired);
+            }
+        }
+        if !more {
+            return;
         }
     }
 }

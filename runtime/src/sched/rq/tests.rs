@@ -217,3 +217,41 @@ fn forgiven_time_is_not_charged() {
     assert_eq!(rq.entity(a).exec_start, 1_200_000);
     rq.check_invariants().unwrap();
 }
+
+/// After `try_reserve(n)`, a queue that holds at most `n` entities never
+/// reallocates its storage: the runtime reserves at spawn, where running
+/// out of memory is still an error, so wakeups never allocate.
+#[test]
+fn reserved_room_holds_the_queue_without_allocating() {
+    let mut rq = rq_at(0);
+    rq.try_reserve(300).unwrap();
+    assert!(rq.capacity() >= 300);
+    let storage = |rq: &RunQueue<u32>| (rq.arena.capacity(), rq.tree.capacity(), rq.lru.capacity());
+    let before = storage(&rq);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut now = 1_000;
+    let mut slots = Vec::new();
+    for round in 0..20u32 {
+        // fill up to the reservation, with entities of mixed weights
+        while slots.len() < 300 {
+            let nice = (rng.next() % 40) as i32 - 20;
+            let e = Entity::new(nice).unwrap();
+            slots.push(rq.enqueue(e, round, EnqueueFlags::INITIAL, now));
+        }
+        // run a few, then dequeue a random half for good
+        for _ in 0..10 {
+            now += 1 + rng.next() % 3_000_000;
+            if let super::Pick::Run(s) = rq.pick_next(now) {
+                rq.set_curr(s, now);
+            }
+        }
+        let keep = slots.len() / 2;
+        while slots.len() > keep {
+            let i = (rng.next() % slots.len() as u64) as usize;
+            let s = slots.swap_remove(i);
+            let _ = rq.dequeue(s, DequeueFlags::SLEEP | DequeueFlags::SPECIAL, now);
+        }
+        rq.check_invariants().unwrap();
+    }
+    assert_eq!(storage(&rq), before, "the storage was reallocated");
+}

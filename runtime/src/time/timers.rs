@@ -136,3 +136,66 @@ impl Timers {
         self.heap.clear();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sched::Entity;
+    use crate::task::Tcb;
+    use crate::worker::mask::WorkerMask;
+
+    fn tasks(rt: &crate::Runtime, n: usize) -> Vec<TaskRef> {
+        (0..n)
+            .map(|i| {
+                let sh = rt.shared().clone();
+                let [t] = TaskRef::try_new(|| {
+                    Tcb::new(
+                        i as u64,
+                        None,
+                        sh,
+                        Entity::new(0).unwrap(),
+                        WorkerMask::first(1),
+                        0,
+                    )
+                })
+                .unwrap();
+                t
+            })
+            .collect()
+    }
+
+    /// With room reserved for n tasks, any number of timed waits by those
+    /// tasks, most of them cancelled (stale entries), never grows the heap.
+    #[test]
+    fn reserved_room_covers_stale_entries() {
+        let rt = crate::Builder::new().workers(1).build().unwrap();
+        let ts = tasks(&rt, 1500);
+        let mut timers = Timers::new();
+        timers.try_reserve(ts.len()).unwrap();
+        let cap = timers.capacity();
+        assert!(cap >= 2 * ts.len());
+        for round in 0..20u64 {
+            for t in &ts {
+                // a wait that ends early leaves a stale entry behind
+                timers.insert(1_000_000 + round, t.clone());
+                t.bump_timer_seq();
+            }
+        }
+        for t in &ts {
+            timers.insert(5, t.clone());
+        }
+        assert_eq!(timers.capacity(), cap, "the heap reallocated");
+        let mut out = Vec::with_capacity(64);
+        assert!(timers.expire(10, &mut out), "more are due than fit");
+        assert_eq!(out.len(), 64);
+        assert_eq!(out.capacity(), 64, "expiry never grows the buffer");
+        let mut fired = out.len();
+        out.clear();
+        while timers.expire(10, &mut out) {
+            fired += out.len();
+            out.clear();
+        }
+        fired += out.len();
+        assert_eq!(fired, ts.len(), "every live timer fires once");
+    }
+}

@@ -11,6 +11,7 @@
 //! cargo run --release -p examples --example http_service -- --rounds 1 --trace http.json
 //! cargo run --release -p examples --example http_service -- --features NO_WA_IO
 //! cargo run --release -p examples --example http_service -- --workers 1 --split-cpus
+//! cargo run --release -p examples --example http_service -- --io epoll
 //! ```
 //!
 //! **The service** (one `async fn`, the same on both runtimes; hyper's
@@ -180,6 +181,9 @@ struct Args {
     /// With --trace, the eevdf-rt side's mixed phase of the last round is traced.
     #[command(flatten)]
     trace: cli::TraceOpt,
+    /// eevdf-rt's I/O driver: auto (io_uring if the kernel allows it), uring or epoll
+    #[arg(long, default_value = "auto", value_name = "auto|uring|epoll", value_parser = cli::parse_io)]
+    io: eevdf_rt::io::IoDriver,
 }
 
 impl Args {
@@ -375,6 +379,7 @@ fn start_green(args: &Args, svc: Arc<Service>) -> Result<(Server, SocketAddr), S
         .pin_workers(!args.no_pin)
         .idle_spin(Duration::from_micros(args.idle_spin_us))
         .features(&args.features)
+        .io_driver(args.io)
         .build()
         .map_err(|e| format!("eevdf-rt: {e}"))?;
     let l = eevdf_rt::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
@@ -729,6 +734,8 @@ struct Results {
     server_p99: Vec<f64>,
     /// eevdf-rt's counters in the last mixed phase.
     counters: Option<String>,
+    /// eevdf-rt's I/O driver (what `--io` resolved to).
+    io_driver: Option<String>,
 }
 
 fn run_side(
@@ -748,6 +755,9 @@ fn run_side(
     let t = throughput(addr, args.clients, args.duration, &cpus);
     let wait0 = os::threads_run_delay(side.thread_prefix());
     let stats0 = server.green_stats();
+    if let Some(rt) = server.green() {
+        r.io_driver = Some(rt.io_driver().to_string());
+    }
     let traced = server.green().filter(|_| trace);
     if let Some(rt) = traced {
         args.trace.start(rt)?;
@@ -924,6 +934,9 @@ fn run(args: &Args) -> Result<bool, String> {
             })
             .collect();
         outln!("  {:<10}{}", side.name(), rounds.join(", "));
+    }
+    if let Some(d) = &results[0].io_driver {
+        outln!("eevdf-rt I/O driver: {d}");
     }
     if let Some(c) = &results[0].counters {
         outln!("eevdf-rt counters, last mixed phase: {c}");

@@ -919,9 +919,12 @@ fn http_service() {
             trace.to_str().unwrap(),
             "--features",
             "NO_WA_IO",
+            "--io",
+            "epoll",
         ],
     );
     assert!(out.contains("eevdf-rt: all"), "{out}");
+    assert!(out.contains("eevdf-rt I/O driver: epoll"), "{out}");
     // 500 µs in 300 µs units: one whole unit and a shorter last one.
     assert!(out.contains("(500 µs: 1 × 300 µs + 200 µs"), "{out}");
     assert!(out.contains("tokio: all"), "{out}");
@@ -943,6 +946,7 @@ fn http_service() {
     run_bad("http_service", &["--heavy-slice-us", "50"]);
     run_bad("http_service", &["--clients", "many"]);
     run_bad("http_service", &["--bogus"]);
+    run_bad("http_service", &["--io", "kqueue"]);
     run_bad("http_service", &["--split-cpus", "--no-pin"]);
     // Rates over a nanosecond are not measurements.
     run_bad("http_service", &["--rounds", "1", "--duration", "1e-9"]);

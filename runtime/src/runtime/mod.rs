@@ -381,12 +381,19 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
         }
     }
     drop(tasks);
+    // The queues are replaced with empty ones below: the room made for
+    // the old ones is gone (a spawn that raced with shutdown finds none).
+    sh.room.forget();
     for w in sh.workers.iter() {
         let mut rq = w.lock();
         let params = rq.q.params();
         let features = rq.q.features();
         let old = std::mem::replace(&mut rq.q, RunQueue::new(params, features));
         rq.timers.clear();
+        #[cfg(debug_assertions)]
+        {
+            rq.reserved = None;
+        }
         drop(rq);
         drop(old);
         w.stacks.lock().clear();

@@ -166,16 +166,17 @@ where
     let tasks = sh.registry.slots();
     if !sh.room.covers(tasks) {
         if let Err(e) = crate::worker::room::make(sh, tasks) {
-            if let Some(registered) = sh.registry.withdraw(&tcb) {
-                drop(registered);
-                // SAFETY: the task is not published and no longer
-                // registered: the spawner owns its context.
-                if let Some(mut ctx) = unsafe { tcb.context_mut() }.take() {
-                    let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
-                }
+            let Some(registered) = sh.registry.withdraw(&tcb) else {
+                // Shutdown drained the registry after we registered: the
+                // task is shutdown's, which unwinds it.
+                return Err(io::Error::other(Error::Shutdown));
+            };
+            drop(registered);
+            // SAFETY: the task is not published and no longer registered:
+            // the spawner owns its context.
+            if let Some(mut ctx) = unsafe { tcb.context_mut() }.take() {
+                let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
             }
-            // Otherwise shutdown drained the registry after we registered:
-            // the task is shutdown's, which unwinds it.
             return Err(e);
         }
     }

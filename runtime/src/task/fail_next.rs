@@ -16,6 +16,8 @@ pub(crate) enum Alloc {
     Registry = 2,
     /// The workers' room for the tasks (`worker::room::make`).
     Room = 4,
+    /// The registry's free list, after its entries grew (`Registry::insert`).
+    RegistryFree = 8,
 }
 
 thread_local! {

@@ -80,13 +80,10 @@ impl Registry {
                 let grown = s.entries.len() + 1;
                 let free_len = s.free.len();
                 let before = s.entries.capacity();
-                if s.entries.try_reserve(1).is_err()
-                    || s.free.try_reserve(grown - free_len).is_err()
-                {
-                    // Not the last reference (the spawner holds others):
-                    // dropping it here frees nothing under the lock.
-                    return Err(Refused::NoMemory);
-                }
+                let entries = s.entries.try_reserve(1);
+                // Counted whether or not the free list's reservation below
+                // succeeds: the slab keeps the capacity either way, and
+                // later inserts fill it without growing it again.
                 // Relaxed: the count needs no ordering with other memory.
                 // It is one atomic, so a spawner reading it after its own
                 // insert sees every growth that happened before that insert
@@ -96,6 +93,15 @@ impl Registry {
                 let after = s.entries.capacity();
                 if after > before {
                     self.slots.fetch_add(after - before, Ordering::Relaxed);
+                }
+                #[cfg(test)]
+                if crate::task::fail_next::take(crate::task::fail_next::Alloc::RegistryFree) {
+                    return Err(Refused::NoMemory);
+                }
+                if entries.is_err() || s.free.try_reserve(grown - free_len).is_err() {
+                    // Not the last reference (the spawner holds others):
+                    // dropping it here frees nothing under the lock.
+                    return Err(Refused::NoMemory);
                 }
                 s.entries.push(None);
                 (s.entries.len() - 1) as u32
@@ -186,6 +192,58 @@ mod tests {
     use std::io::ErrorKind;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+
+    /// A slab whose entries grew but whose free list could not is still
+    /// counted in `slots`, which must never be less than the live tasks
+    /// (the room every worker makes for them depends on it).
+    #[test]
+    fn slots_count_a_growth_whose_insert_failed() {
+        use crate::sched::Entity;
+        use crate::task::{TaskRef, Tcb};
+        use crate::worker::mask::WorkerMask;
+        let rt = crate::Builder::new().workers(1).build().unwrap();
+        let task = || {
+            let sh = rt.shared().clone();
+            let [t] = TaskRef::try_new(|| {
+                Tcb::new(
+                    1,
+                    None,
+                    sh,
+                    Entity::new(0).unwrap(),
+                    WorkerMask::first(1),
+                    0,
+                )
+            })
+            .unwrap();
+            t
+        };
+        let reg = super::Registry::new(1);
+        let mut live = Vec::new();
+        // fill the slab to its capacity
+        loop {
+            let t = task();
+            reg.insert(0, t.clone()).unwrap();
+            live.push(t);
+            if reg.slots() == live.len() {
+                break;
+            }
+        }
+        // the next insert grows the entries, then the free list fails
+        crate::task::fail_next::arm(crate::task::fail_next::Alloc::RegistryFree);
+        assert_eq!(reg.insert(0, task()), Err(super::Refused::NoMemory));
+        let grown = reg.slots();
+        assert!(grown > live.len(), "the entries' growth is counted");
+        // later inserts use that capacity without growing again
+        while live.len() < grown {
+            let t = task();
+            reg.insert(0, t.clone()).unwrap();
+            live.push(t);
+            assert!(reg.slots() >= live.len(), "fewer slots than live tasks");
+        }
+        for t in &live {
+            drop(reg.remove(t));
+        }
+    }
 
     /// A spawn the registry refuses for lack of memory is an error, runs
     /// nothing, registers nothing, and leaves the runtime usable.

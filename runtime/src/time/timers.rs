@@ -77,7 +77,7 @@ impl Timers {
     }
 
     /// The number of entries that fit without allocating.
-    #[cfg(test)]
+    #[cfg(any(test, debug_assertions))]
     pub(crate) fn capacity(&self) -> usize {
         self.heap.capacity()
     }
@@ -100,10 +100,11 @@ impl Timers {
         self.heap.peek().map(|e| e.deadline)
     }
 
-    /// Moves live entries due at `now` into `out`, dropping stale ones,
-    /// without growing `out`: it stops once `out` is full (but always
-    /// takes at least one, so a caller makes progress). Returns whether
-    /// entries due at `now` may remain (the caller comes back for them).
+    /// Moves live entries due at `now` into `out`, dropping stale ones: as
+    /// many as `out` has spare capacity for, so that a caller that passes
+    /// a buffer with spare room never makes it grow (one with none gets
+    /// one entry, so every call makes progress). Returns whether entries
+    /// due at `now` may remain (the caller comes back for them).
     pub(crate) fn expire(&mut self, now: u64, out: &mut Vec<TaskRef>) -> bool {
         let room = out.capacity().saturating_sub(out.len()).max(1);
         let mut taken = 0;

@@ -81,6 +81,27 @@ pub(crate) struct Rq {
     pub(crate) q: RunQueue<TaskRef>,
     /// Sleep and timed-wait timers of tasks that blocked on this worker.
     pub(crate) timers: Timers,
+    /// Debug builds: the run queue's and the timer heap's capacities when
+    /// the room was last made (`room`), which nothing else may change.
+    #[cfg(debug_assertions)]
+    pub(crate) reserved: Option<(usize, usize)>,
+}
+
+impl Rq {
+    /// Debug builds: asserts that the storage has not grown since the room
+    /// was made (`worker::room`: a spawn reserves; enqueues and timers never
+    /// allocate). Called at every guarded change and every armed timer.
+    #[inline]
+    pub(crate) fn debug_check_room(&self) {
+        #[cfg(debug_assertions)]
+        if let Some(r) = self.reserved {
+            let now = (self.q.capacity(), self.timers.capacity());
+            assert_eq!(
+                now, r,
+                "a run queue or timer heap grew past the room made at spawn"
+            );
+        }
+    }
 }
 
 /// One worker's shared state.
@@ -183,6 +204,7 @@ impl Drop for RqGuard<'_> {
     #[inline]
     fn drop(&mut self) {
         let Some(rq) = self.rq.take() else { return };
+        rq.debug_check_room();
         self.w.publish_nr_running(self.sh, &rq);
         if !self.resched {
             self.w
@@ -272,6 +294,8 @@ impl Worker {
             rq: CachePadded::new(ShortLock::new(Rq {
                 q: RunQueue::new(params, features),
                 timers: Timers::new(),
+                #[cfg(debug_assertions)]
+                reserved: None,
             })),
             hot: CachePadded::new(Hot {
                 wakelist: WakeList::new(),
@@ -422,6 +446,7 @@ impl Worker {
     /// Arms a timer for `task` (under the lock, by this worker's thread).
     pub(crate) fn arm_timer(&self, rq: &mut Rq, deadline: u64, task: TaskRef) {
         rq.timers.insert(deadline, task);
+        rq.debug_check_room();
         if deadline < self.next_timer.load(Ordering::Relaxed) {
             self.next_timer.store(deadline, Ordering::Relaxed);
             let d = &self.deadlines;

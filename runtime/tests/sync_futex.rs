@@ -153,6 +153,54 @@ fn wake_on_another_word_does_not_wake() {
     });
 }
 
+/// Waiters on one word are woken oldest first, one at a time: wake(1)
+/// takes the oldest sleeper on that word and skips sleepers on other
+/// words of the same bucket.
+#[test]
+fn wake_one_takes_the_oldest_waiter_of_the_word() {
+    within(Duration::from_secs(30), || {
+        let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+        let order = rt.block_on(|| {
+            let words: Arc<Vec<AtomicU32>> = Arc::new((0..2).map(|_| AtomicU32::new(0)).collect());
+            let woken = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let parked = Arc::new(AtomicUsize::new(0));
+            let mut hs = Vec::new();
+            // interleave waiters on word 0 (ids 0, 2, 4) and word 1 (1, 3)
+            for id in 0..5usize {
+                let (w, woken, arrived) = (words.clone(), woken.clone(), parked.clone());
+                hs.push(eevdf_rt::spawn(move || {
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    // one worker: nothing runs between the count and the park
+                    while w[id % 2].load(Ordering::SeqCst) == 0 {
+                        Futex::wait(&w[id % 2], 0);
+                    }
+                    woken.lock().unwrap().push(id);
+                }));
+                while parked.load(Ordering::SeqCst) <= id {
+                    eevdf_rt::yield_now();
+                }
+            }
+            words[0].store(1, Ordering::SeqCst);
+            for _ in 0..3 {
+                assert_eq!(Futex::wake(&words[0], 1), 1);
+                // let the woken one record itself before the next wake
+                eevdf_rt::yield_now();
+                eevdf_rt::yield_now();
+            }
+            assert_eq!(Futex::wake(&words[0], 1), 0, "word 0 has no waiter left");
+            words[1].store(1, Ordering::SeqCst);
+            assert_eq!(Futex::wake_all(&words[1]), 2);
+            for h in hs {
+                h.join().unwrap();
+            }
+            let v = woken.lock().unwrap().clone();
+            v
+        });
+        assert_eq!(&order[..3], &[0, 2, 4], "word 0's waiters, oldest first");
+        assert_eq!(order.len(), 5);
+    });
+}
+
 /// schbench's post/wait protocol between green threads and OS threads:
 /// every post is consumed by exactly one wait, nothing hangs.
 #[test]

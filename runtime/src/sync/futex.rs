@@ -38,7 +38,7 @@
 //!
 //! Modelled under loom (`sync/loom_tests.rs`).
 
-use super::platform::{fence, AtomicUsize, Lock, Ordering};
+use super::platform::{self, fence, AtomicUsize, Lock, Ordering};
 use super::waitlist::{self, List, Node, WakeSet};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
@@ -173,6 +173,24 @@ impl<const N: usize> FutexTable<N> {
         fence(Ordering::SeqCst); // [B]
         if b.waiters.load(Ordering::Relaxed) == 0 {
             return 0;
+        }
+        if n == 1 {
+            // The common case (a token, a lock): no wake set to fill and drop.
+            let w = {
+                let mut l = b.list.lock();
+                let w = l.wake_key_one(key, WOKEN);
+                if w.is_some() {
+                    b.waiters.fetch_sub(1, Ordering::Relaxed);
+                }
+                w
+            };
+            return match w {
+                Some(w) => {
+                    platform::wake(w);
+                    1
+                }
+                None => 0,
+            };
         }
         let mut set = WakeSet::new();
         let woken = {

@@ -231,6 +231,23 @@ impl<T> List<T> {
         Some(self.wake_node(self.head, token))
     }
 
+    /// Wakes the oldest sleeper whose key is `key` with `token`; returns
+    /// its waiter (wake it after releasing the lock). The one-waiter case
+    /// of [`List::wake_key`], without a [`WakeSet`] to fill and drop.
+    pub(crate) fn wake_key_one(&mut self, key: usize, token: u32) -> Option<Waiter> {
+        let mut p = self.head;
+        while !p.is_null() {
+            // SAFETY: `p` was reached through the links under the lock: a
+            // linked node.
+            let node = unsafe { &*p };
+            if node.key == key {
+                return Some(self.wake_node(p, token));
+            }
+            p = node.next.get();
+        }
+        None
+    }
+
     /// Wakes every sleeper with `token` into `set`; returns how many.
     pub(crate) fn wake_all(&mut self, token: u32, set: &mut WakeSet) -> usize {
         let mut n = 0;
@@ -392,8 +409,10 @@ impl WakeSet {
                 platform::wake(w);
             }
         }
-        for w in self.spill.drain(..) {
-            platform::wake(w);
+        if !self.spill.is_empty() {
+            for w in self.spill.drain(..) {
+                platform::wake(w);
+            }
         }
     }
 }

@@ -181,11 +181,12 @@ fn wake_one_takes_the_oldest_waiter_of_the_word() {
                 }
             }
             words[0].store(1, Ordering::SeqCst);
-            for _ in 0..3 {
+            for k in 1..=3 {
                 assert_eq!(Futex::wake(&words[0], 1), 1);
-                // let the woken one record itself before the next wake
-                eevdf_rt::yield_now();
-                eevdf_rt::yield_now();
+                // the woken one records itself before the next wake
+                while woken.lock().unwrap().len() < k {
+                    eevdf_rt::yield_now();
+                }
             }
             assert_eq!(Futex::wake(&words[0], 1), 0, "word 0 has no waiter left");
             words[1].store(1, Ordering::SeqCst);

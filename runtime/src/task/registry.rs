@@ -198,25 +198,8 @@ mod tests {
     /// (the room every worker makes for them depends on it).
     #[test]
     fn slots_count_a_growth_whose_insert_failed() {
-        use crate::sched::Entity;
-        use crate::task::{TaskRef, Tcb};
-        use crate::worker::mask::WorkerMask;
         let rt = crate::Builder::new().workers(1).build().unwrap();
-        let task = || {
-            let sh = rt.shared().clone();
-            let [t] = TaskRef::try_new(|| {
-                Tcb::new(
-                    1,
-                    None,
-                    sh,
-                    Entity::new(0).unwrap(),
-                    WorkerMask::first(1),
-                    0,
-                )
-            })
-            .unwrap();
-            t
-        };
+        let task = || crate::task::taskref::unspawned(&rt, 1);
         let reg = super::Registry::new(1);
         let mut live = Vec::new();
         // fill the slab to its capacity

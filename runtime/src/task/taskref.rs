@@ -316,6 +316,25 @@ impl std::fmt::Debug for TaskRef {
     }
 }
 
+/// A task block of `rt` with id `id` that is never spawned (tests of the
+/// structures that hold task references): nobody else counts it.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn unspawned(rt: &crate::Runtime, id: u64) -> TaskRef {
+    let sh = rt.shared().clone();
+    let [t] = TaskRef::try_new(|| {
+        Tcb::new(
+            id,
+            None,
+            sh,
+            crate::sched::Entity::new(0).unwrap(),
+            crate::worker::mask::WorkerMask::first(1),
+            0,
+        )
+    })
+    .unwrap();
+    t
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -323,21 +342,8 @@ mod tests {
     use crate::worker::mask::WorkerMask;
     use std::io::ErrorKind;
 
-    /// A task block that is never spawned: nobody else counts it.
     fn lone_task(rt: &crate::Runtime) -> TaskRef {
-        let sh = rt.shared().clone();
-        let [t] = TaskRef::try_new(|| {
-            Tcb::new(
-                u64::MAX,
-                None,
-                sh,
-                Entity::new(0).unwrap(),
-                WorkerMask::first(1),
-                0,
-            )
-        })
-        .unwrap();
-        t
+        unspawned(rt, u64::MAX)
     }
 
     /// The references of one block start with its count (no clones).

@@ -141,27 +141,10 @@ impl Timers {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::sched::Entity;
-    use crate::task::Tcb;
-    use crate::worker::mask::WorkerMask;
 
     fn tasks(rt: &crate::Runtime, n: usize) -> Vec<TaskRef> {
-        (0..n)
-            .map(|i| {
-                let sh = rt.shared().clone();
-                let [t] = TaskRef::try_new(|| {
-                    Tcb::new(
-                        i as u64,
-                        None,
-                        sh,
-                        Entity::new(0).unwrap(),
-                        WorkerMask::first(1),
-                        0,
-                    )
-                })
-                .unwrap();
-                t
-            })
+        (0..n as u64)
+            .map(|i| crate::task::taskref::unspawned(rt, i))
             .collect()
     }
 

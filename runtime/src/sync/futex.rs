@@ -165,14 +165,22 @@ impl<const N: usize> FutexTable<N> {
 
     /// Wakes up to `n` sleepers on `key`, oldest first; returns how many
     /// it woke. Call after making the condition the sleepers wait for true.
+    /// (The loom models' entry; [`Futex::wake`] uses the reporting form.)
+    #[cfg(loom)]
     pub(crate) fn wake(&self, key: usize, n: usize) -> usize {
+        self.wake_reporting_clock(key, n).0
+    }
+
+    /// [`wake`](Self::wake), also returning the clock reading a one-waiter
+    /// wake made, if any, for the waker's preemption point.
+    pub(crate) fn wake_reporting_clock(&self, key: usize, n: usize) -> (usize, Option<u64>) {
         if n == 0 {
-            return 0;
+            return (0, None);
         }
         let b = self.bucket(key);
         fence(Ordering::SeqCst); // [B]
         if b.waiters.load(Ordering::Relaxed) == 0 {
-            return 0;
+            return (0, None);
         }
         if n == 1 {
             // The common case (a token, a lock): no wake set to fill and drop.
@@ -185,11 +193,8 @@ impl<const N: usize> FutexTable<N> {
                 w
             };
             return match w {
-                Some(w) => {
-                    platform::wake(w);
-                    1
-                }
-                None => 0,
+                Some(w) => (1, platform::wake_reporting_clock(w)),
+                None => (0, None),
             };
         }
         let mut set = WakeSet::new();
@@ -200,7 +205,7 @@ impl<const N: usize> FutexTable<N> {
             k
         };
         set.wake();
-        woken
+        (woken, None)
     }
 }
 
@@ -331,9 +336,10 @@ mod public {
         /// assert_eq!(Futex::wake(&a, 1), 0); // nobody waits
         /// ```
         pub fn wake(atomic: &AtomicU32, n: usize) -> usize {
-            let k = TABLE.wake(key(atomic), n);
+            let (k, now) = TABLE.wake_reporting_clock(key(atomic), n);
             if k > 0 {
-                crate::preempt_point();
+                // Reuses the wake's clock reading when it made one.
+                crate::runtime::api::preempt_point_at(now);
             }
             k
         }

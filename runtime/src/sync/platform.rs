@@ -34,6 +34,13 @@ mod imp {
         w.wake();
     }
 
+    /// Wakes, returning the clock reading the wake made, if any, for the
+    /// waker's preemption point (one `rdtsc` fewer per futex wake).
+    #[inline]
+    pub(crate) fn wake_reporting_clock(w: Waiter) -> Option<u64> {
+        w.wake_reporting_clock()
+    }
+
     /// Wakes with the sync hint (the caller usually blocks next: WA_SYNC),
     /// then passes the caller's preemption point, reusing the clock
     /// reading the wake made (one `rdtsc` fewer per channel message).
@@ -101,6 +108,11 @@ mod imp {
 
     pub(crate) fn wake(w: Waiter) {
         w.unpark();
+    }
+
+    pub(crate) fn wake_reporting_clock(w: Waiter) -> Option<u64> {
+        w.unpark();
+        None
     }
 
     pub(crate) fn wake_sync_then_preempt(w: Waiter) {

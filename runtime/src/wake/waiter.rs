@@ -57,6 +57,18 @@ impl Waiter {
         }
     }
 
+    /// Wakes it, returning the clock reading the wake made, if any (for
+    /// the caller's preemption point).
+    pub(crate) fn wake_reporting_clock(&self) -> Option<u64> {
+        match self {
+            Waiter::Green(t) => super::wake_task_reporting_clock(t),
+            Waiter::Thread(th) => {
+                th.unpark();
+                None
+            }
+        }
+    }
+
     /// Wakes it with the sync hint (the caller usually blocks next; see
     /// the WA_SYNC feature).
     ///

@@ -226,8 +226,7 @@ impl Condvar {
             w
         };
         if let Some(w) = w {
-            platform::wake(w);
-            platform::preempt();
+            platform::wake_then_preempt(w);
         }
     }
 

@@ -192,10 +192,10 @@ impl RawMutex {
             }
             l.wake_front(if handoff { HANDOFF } else { RETRY })
         };
-        if let Some(w) = waiter {
-            platform::wake(w);
+        match waiter {
+            Some(w) => platform::wake_then_preempt(w),
+            None => platform::preempt(),
         }
-        platform::preempt();
     }
 
     pub(crate) fn is_locked(&self) -> bool {

@@ -41,6 +41,14 @@ mod imp {
         w.wake_reporting_clock()
     }
 
+    /// Wakes, then passes the caller's preemption point, reusing the clock
+    /// reading the wake made (a lock's or a condition variable's hand-over).
+    #[inline]
+    pub(crate) fn wake_then_preempt(w: Waiter) {
+        let now = w.wake_reporting_clock();
+        crate::runtime::api::preempt_point_at(now);
+    }
+
     /// Wakes with the sync hint (the caller usually blocks next: WA_SYNC),
     /// then passes the caller's preemption point, reusing the clock
     /// reading the wake made (one `rdtsc` fewer per channel message).
@@ -113,6 +121,10 @@ mod imp {
     pub(crate) fn wake_reporting_clock(w: Waiter) -> Option<u64> {
         w.unpark();
         None
+    }
+
+    pub(crate) fn wake_then_preempt(w: Waiter) {
+        w.unpark();
     }
 
     pub(crate) fn wake_sync_then_preempt(w: Waiter) {

@@ -318,8 +318,7 @@ impl<T: ?Sized> RwLock<T> {
             self.handoff_writer(&mut l, s)
         };
         if let Some(w) = w {
-            platform::wake(w);
-            platform::preempt();
+            platform::wake_then_preempt(w);
         }
     }
 

@@ -248,8 +248,7 @@ impl Semaphore {
             }
         };
         if let Some(w) = w {
-            platform::wake(w);
-            platform::preempt();
+            platform::wake_then_preempt(w);
         }
     }
 }

@@ -109,13 +109,17 @@ impl Task {
     /// Makes the task's park token available, waking it if it is blocked in
     /// [`park`](crate::park) (like `std::thread::Thread::unpark`). Callable
     /// from any thread; a token given before the park makes the next park
-    /// return at once.
+    /// return at once. Called from a green thread, it is a preemption
+    /// point, like every runtime call that wakes: a woken task that EEVDF
+    /// prefers runs at once, as the kernel honours a wakeup's preemption
+    /// when the waker returns to user space.
     pub fn unpark(&self) {
         // SeqCst: pairs with park's SeqCst read after marking itself blocked.
         self.tcb
             .unpark_token
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        crate::wake::wake_task(&self.tcb);
+        let now = crate::wake::wake_task_reporting_clock(&self.tcb);
+        crate::runtime::api::preempt_point_at(now);
     }
 
     /// Whether the task has finished: its closure has returned or

@@ -268,6 +268,43 @@ fn sleep_and_park_timing() {
     assert!(t.elapsed() >= Duration::from_millis(5));
 }
 
+/// `Task::unpark` is a preemption point, as every waking call is: a parked
+/// task that EEVDF prefers (nice −20 and a shorter slice against a nice-19
+/// waker: eligible, with by far the earliest deadline, and PREEMPT_SHORT
+/// lifts the waker's protection) runs before the waker's next statement,
+/// not at its next runtime call.
+#[test]
+fn unpark_lets_a_preferred_wakee_run_first() {
+    let rt = rt(1);
+    let order = rt.block_on(|| {
+        eevdf_rt::set_nice(19).unwrap();
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let parked = Arc::new(AtomicUsize::new(0));
+        let (l, p) = (log.clone(), parked.clone());
+        let h = eevdf_rt::task::Builder::new()
+            .nice(-20)
+            .slice(Duration::from_micros(100))
+            .spawn(move || {
+                p.store(1, Ordering::SeqCst);
+                while p.load(Ordering::SeqCst) != 2 {
+                    eevdf_rt::park();
+                }
+                l.lock().unwrap().push("wakee");
+            })
+            .unwrap();
+        while parked.load(Ordering::SeqCst) == 0 {
+            eevdf_rt::yield_now();
+        }
+        parked.store(2, Ordering::SeqCst);
+        h.task().unpark();
+        log.lock().unwrap().push("waker");
+        h.join().unwrap();
+        let v = log.lock().unwrap().clone();
+        v
+    });
+    assert_eq!(order, ["wakee", "waker"]);
+}
+
 #[test]
 fn a_zero_sleep_arms_no_timer() {
     // A fresh runtime: no earlier timer can still be counting.

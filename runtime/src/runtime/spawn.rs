@@ -148,13 +148,8 @@ where
     if let Err(why) = sh.registry.insert(here.unwrap_or(target), for_registry) {
         // Shutdown drained the registry after our check above (a spawn
         // from outside the workers), or the registry could not grow:
-        // nobody would ever run or unwind this task. Drop its body here;
-        // the guard in it delivers `Cancelled` to the handle, which the
-        // caller never sees.
-        // SAFETY: the task is not published: the spawner owns its context.
-        if let Some(mut ctx) = unsafe { tcb.context_mut() }.take() {
-            let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
-        }
+        // nobody would ever run or unwind this task.
+        drop_unpublished_body(&tcb);
         return Err(match why {
             Refused::Closed => io::Error::other(Error::Shutdown),
             // `From<ErrorKind>` does not allocate.
@@ -172,11 +167,7 @@ where
                 return Err(io::Error::other(Error::Shutdown));
             };
             drop(registered);
-            // SAFETY: the task is not published and no longer registered:
-            // the spawner owns its context.
-            if let Some(mut ctx) = unsafe { tcb.context_mut() }.take() {
-                let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
-            }
+            drop_unpublished_body(&tcb);
             return Err(e);
         }
     }
@@ -223,6 +214,17 @@ where
         }
     }
     Ok((handle, clock_read))
+}
+
+/// Drops the body of a task whose spawn failed before it was published
+/// (not enqueued, not registered): the guard in it delivers `Cancelled` to
+/// the handle, which the caller never sees.
+fn drop_unpublished_body(tcb: &Tcb) {
+    // SAFETY: the task is not published and not registered: only the
+    // spawner can reach its context.
+    if let Some(mut ctx) = unsafe { tcb.context_mut() }.take() {
+        let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
+    }
 }
 
 /// The code a green thread runs: the user's closure, with its panic caught

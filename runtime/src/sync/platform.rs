@@ -38,15 +38,14 @@ mod imp {
     /// waker's preemption point (one `rdtsc` fewer per futex wake).
     #[inline]
     pub(crate) fn wake_reporting_clock(w: Waiter) -> Option<u64> {
-        w.wake_reporting_clock()
+        w.wake_reporting_clock(false)
     }
 
     /// Wakes, then passes the caller's preemption point, reusing the clock
     /// reading the wake made (a lock's or a condition variable's hand-over).
     #[inline]
     pub(crate) fn wake_then_preempt(w: Waiter) {
-        let now = w.wake_reporting_clock();
-        crate::runtime::api::preempt_point_at(now);
+        crate::runtime::api::preempt_point_at(w.wake_reporting_clock(false));
     }
 
     /// Wakes with the sync hint (the caller usually blocks next: WA_SYNC),
@@ -54,8 +53,7 @@ mod imp {
     /// reading the wake made (one `rdtsc` fewer per channel message).
     #[inline]
     pub(crate) fn wake_sync_then_preempt(w: Waiter) {
-        let now = w.wake_sync();
-        crate::runtime::api::preempt_point_at(now);
+        crate::runtime::api::preempt_point_at(w.wake_reporting_clock(true));
     }
 
     #[inline]

@@ -118,7 +118,7 @@ impl Task {
         self.tcb
             .unpark_token
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        let now = crate::wake::wake_task_reporting_clock(&self.tcb);
+        let now = crate::wake::wake_task_reporting_clock(&self.tcb, false);
         crate::runtime::api::preempt_point_at(now);
     }
 

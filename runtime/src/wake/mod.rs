@@ -65,22 +65,13 @@ pub(crate) fn wake_task(t: &TaskRef) -> bool {
     wake(t, false, &mut None)
 }
 
-/// [`wake_task`], also returning the clock reading the wake made, if it
-/// read the clock, so that the waker's preemption point right after it
-/// need not read it again (a futex wake).
-pub(crate) fn wake_task_reporting_clock(t: &TaskRef) -> Option<u64> {
+/// [`wake_task`], returning the clock reading the wake made, if it read
+/// the clock, so that the waker's preemption point right after it need not
+/// read it again. `sync`: the caller (a channel operation) usually blocks
+/// next, so the wakee may be placed on its worker (WA_SYNC).
+pub(crate) fn wake_task_reporting_clock(t: &TaskRef, sync: bool) -> Option<u64> {
     let mut now = None;
-    wake(t, false, &mut now);
-    now
-}
-
-/// [`wake_task`] with the sync hint: the caller (a channel operation)
-/// usually blocks next, so the wakee may be placed on its worker (WA_SYNC).
-/// Returns the clock reading the wake made, if it read the clock, so that
-/// the waker's preemption point right after it need not read it again.
-pub(crate) fn wake_task_sync(t: &TaskRef) -> Option<u64> {
-    let mut now = None;
-    wake(t, true, &mut now);
+    wake(t, sync, &mut now);
     now
 }
 

@@ -58,25 +58,11 @@ impl Waiter {
     }
 
     /// Wakes it, returning the clock reading the wake made, if any (for
-    /// the caller's preemption point).
-    pub(crate) fn wake_reporting_clock(&self) -> Option<u64> {
+    /// the caller's preemption point). `sync`: the caller usually blocks
+    /// next (see the WA_SYNC feature).
+    pub(crate) fn wake_reporting_clock(&self, sync: bool) -> Option<u64> {
         match self {
-            Waiter::Green(t) => super::wake_task_reporting_clock(t),
-            Waiter::Thread(th) => {
-                th.unpark();
-                None
-            }
-        }
-    }
-
-    /// Wakes it with the sync hint (the caller usually blocks next; see
-    /// the WA_SYNC feature).
-    ///
-    /// Returns the clock reading the wake made, if any (for the caller's
-    /// preemption point).
-    pub(crate) fn wake_sync(&self) -> Option<u64> {
-        match self {
-            Waiter::Green(t) => super::wake_task_sync(t),
+            Waiter::Green(t) => super::wake_task_reporting_clock(t, sync),
             Waiter::Thread(th) => {
                 th.unpark();
                 None

@@ -161,7 +161,7 @@ where
     let tasks = sh.registry.slots();
     if !sh.room.covers(tasks) {
         if let Err(e) = crate::worker::room::make(sh, tasks) {
-            let Some(registered) = sh.registry.withdraw(&tcb) else {
+            let Some(registered) = sh.registry.remove(&tcb) else {
                 // Shutdown drained the registry after we registered: the
                 // task is shutdown's, which unwinds it.
                 return Err(io::Error::other(Error::Shutdown));

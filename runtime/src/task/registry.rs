@@ -119,36 +119,27 @@ impl Registry {
         self.slots.load(Ordering::Relaxed)
     }
 
-    /// Takes back the registration of a task that was never published (a
-    /// spawn that failed after registering it). `None` if shutdown has
-    /// drained the registry meanwhile: the task is shutdown's now, which
-    /// unwinds it, and the caller must not touch its context.
-    pub(crate) fn withdraw(&self, task: &crate::task::Tcb) -> Option<TaskRef> {
-        let key = task.reg_key.load(Ordering::Relaxed);
-        let (shard, index) = ((key >> 32) as usize, (key & 0xffff_ffff) as u32);
-        let mut s = self.shards.get(shard)?.lock();
-        if s.closed || key == u64::MAX {
-            return None;
-        }
-        task.reg_key.store(u64::MAX, Ordering::Relaxed);
-        let t = s.entries[index as usize].take();
-        s.free.push(index);
-        t
-    }
-
-    /// Removes `task` (at exit). Returns the registry's reference.
+    /// Removes `task`, at its exit or when its spawn fails after
+    /// registering it. Returns the registry's reference, or `None` if the
+    /// task is not registered or shutdown has drained the registry (the
+    /// task is then shutdown's, which unwinds it: a failed spawn must not
+    /// touch its context).
     ///
-    /// Called once per task, by the thread that ran it to its end; shutdown
-    /// drains the registry only after every such thread is joined. So
-    /// nothing races for the key: a load and a store, not a swap.
+    /// Called once per task, by the thread that ran it to its end (or that
+    /// spawned it); shutdown drains the registry only after every worker
+    /// thread is joined. So nothing races for the key: a load and a store,
+    /// not a swap.
     pub(crate) fn remove(&self, task: &crate::task::Tcb) -> Option<TaskRef> {
         let key = task.reg_key.load(Ordering::Relaxed);
         if key == u64::MAX {
             return None;
         }
-        task.reg_key.store(u64::MAX, Ordering::Relaxed);
         let (shard, index) = ((key >> 32) as usize, (key & 0xffff_ffff) as u32);
         let mut s = self.shards[shard].lock();
+        if s.closed {
+            return None;
+        }
+        task.reg_key.store(u64::MAX, Ordering::Relaxed);
         let t = s.entries[index as usize].take();
         debug_assert!(s.free.len() < s.free.capacity(), "insert reserves it");
         s.free.push(index);

@@ -120,6 +120,10 @@ counters! {
     io_uring_enters,
     /// I/O operations completed through this worker's ring.
     io_uring_completions,
+    /// Stream operations that went straight to the ring without trying the
+    /// nonblocking call first, because the descriptor's recent calls kept
+    /// finding nothing to do (the io_uring driver's try-first rule).
+    io_tries_skipped,
 }
 
 /// Live counters of one worker (or the external row).

@@ -181,3 +181,53 @@ fn a_read_in_flight_survives_a_hand_off_of_its_worker() {
     assert_eq!(reader.join().unwrap(), b"abcdefgh");
     assert!(rt.stats().total().handoffs >= 1, "{}", rt.stats());
 }
+
+/// A request/response stream whose reads keep finding nothing to read
+/// (each side waits for the other's message) stops trying the
+/// nonblocking read first and goes straight to the ring, except for one
+/// probe in eight; a stream whose reads find data is always tried first.
+/// Every byte arrives either way.
+#[test]
+fn a_stream_that_keeps_waiting_skips_the_nonblocking_try() {
+    let Some(rt) = uring_rt(1) else { return };
+    let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut a = eevdf_rt::net::UnixStream::from_std(a).unwrap();
+    let mut b = eevdf_rt::net::UnixStream::from_std(b).unwrap();
+    const ROUNDS: u32 = 400;
+    let echo = rt.spawn(move || {
+        let mut buf = [0u8; 4];
+        for _ in 0..ROUNDS {
+            b.read_exact(&mut buf).unwrap();
+            b.write_all(&buf).unwrap();
+        }
+    });
+    let client = rt.spawn(move || {
+        for i in 0..ROUNDS {
+            a.write_all(&i.to_le_bytes()).unwrap();
+            let mut buf = [0u8; 4];
+            a.read_exact(&mut buf).unwrap();
+            assert_eq!(u32::from_le_bytes(buf), i);
+        }
+    });
+    client.join().unwrap();
+    echo.join().unwrap();
+    let skipped = rt.stats().total().io_tries_skipped;
+    // Both sides wait on nearly every read: about 7 of 8 of the 800 reads
+    // skip the try. A driver that always tried first would skip none.
+    assert!(skipped >= 400, "skipped {skipped} of 800 reads");
+
+    // A reader that always finds data never skips.
+    let (mut w, r) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut r = eevdf_rt::net::UnixStream::from_std(r).unwrap();
+    w.write_all(&[7u8; 4096]).unwrap();
+    let before = rt.stats().total().io_tries_skipped;
+    let reader = rt.spawn(move || {
+        let mut buf = [0u8; 16];
+        for _ in 0..256 {
+            r.read_exact(&mut buf).unwrap();
+            assert_eq!(buf, [7u8; 16]);
+        }
+    });
+    reader.join().unwrap();
+    assert_eq!(rt.stats().total().io_tries_skipped, before);
+}

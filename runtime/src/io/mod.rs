@@ -6,7 +6,9 @@
 //! ([`IoDriver`], chosen with `Builder::io_driver`; `Auto` by default):
 //!
 //! * **io_uring** (`io::uring`): one ring per worker. A stream operation
-//!   first tries the nonblocking call; one that would block (and every
+//!   first tries the nonblocking call (unless the descriptor's recent
+//!   calls kept finding nothing to do: `io::try_first`); one that would
+//!   block (and every
 //!   accept, connect and [`crate::fs::File`] operation) is submitted to
 //!   the worker's ring and the green thread parks until its completion,
 //!   which the kernel produces itself (it arms its own poll and performs
@@ -185,6 +187,7 @@ mod pipe;
 pub(crate) mod poll;
 pub(crate) mod reactor;
 pub(crate) mod source;
+mod try_first;
 pub(crate) mod uring;
 
 pub use async_fd::{AsyncFd, ReadyGuard, TryIoError};

@@ -9,6 +9,7 @@
 //! parking.
 
 use crate::io::reactor::{self, Reactor, ScheduledIo};
+use crate::io::try_first::TryFirst;
 use crate::io::uring;
 use crate::shared::Shared;
 use crate::wake::waiter::{self, Waiter};
@@ -44,6 +45,9 @@ pub(crate) struct Source<T: AsRawFd> {
     reg: OnceLock<Registration>,
     /// Serialises the registration (epoll refuses a second `ADD`).
     init: Mutex<()>,
+    /// io_uring path: whether reads, and writes, try the nonblocking call
+    /// before the ring (`io::try_first`).
+    try_first: [TryFirst; 2],
 }
 
 impl<T: AsRawFd> Source<T> {
@@ -54,6 +58,7 @@ impl<T: AsRawFd> Source<T> {
             interest,
             reg: OnceLock::new(),
             init: Mutex::new(()),
+            try_first: [TryFirst::new(), TryFirst::new()],
         }
     }
 
@@ -207,7 +212,9 @@ impl<T: AsRawFd> Source<T> {
     /// One stream operation: without a ring, `do_io` with the nonblocking
     /// call `f`; with one, `f` first, then (if it would block) the ring
     /// operation `entry` builds, waiting for `dir` readiness with a poll
-    /// op if the kernel answers `EAGAIN`. `buf` is handed to both.
+    /// op if the kernel answers `EAGAIN`. `buf` is handed to both. A
+    /// descriptor whose calls keep finding nothing to do skips `f` for
+    /// most operations and goes straight to the ring (`io::try_first`).
     fn stream<B: ?Sized>(
         &self,
         dir: Direction,
@@ -217,8 +224,17 @@ impl<T: AsRawFd> Source<T> {
         entry: impl Fn(types::Fd, &mut B) -> io_uring::squeue::Entry,
     ) -> io::Result<usize> {
         if uring::active() {
-            if let Some(r) = without_blocking(f(&self.io, buf)) {
-                return r;
+            let tries = &self.try_first[dir as usize];
+            if tries.should_try() {
+                match without_blocking(f(&self.io, buf)) {
+                    Some(r) => {
+                        tries.completed();
+                        return r;
+                    }
+                    None => tries.would_block(),
+                }
+            } else if let Some((_, w)) = tls::this_worker() {
+                w.stats.inc(crate::stats::Counter::io_tries_skipped);
             }
             let fd = self.io.as_raw_fd();
             let events = match dir {

@@ -536,15 +536,39 @@ fn validate(cli: Cli) -> Result<Config, OptsError> {
         Mode::Hackbench
     };
 
+    let (groups, fds) = (cli.groups.unwrap_or(10), cli.fds.unwrap_or(20));
+    let datasize = cli.datasize.unwrap_or(100);
+    if backends.contains(&BackendKind::Threads) {
+        // A hackbench load is 2 × fds OS threads per group, each with a
+        // datasize buffer; the latency probes add one thread per nice level.
+        // (Spawn mode runs at most 2 × --spawners threads at once.)
+        let threads = match &mode {
+            Mode::Hackbench => Some(2 * u64::from(groups) * u64::from(fds)),
+            Mode::Latency { nice_levels, .. } => {
+                Some(2 * u64::from(groups) * u64::from(fds) + nice_levels.len() as u64)
+            }
+            Mode::Spawn { .. } => None,
+        };
+        if let Some(threads) = threads {
+            let maps = bench_common::limits::buffer_maps(datasize);
+            if let Err(e) = bench_common::limits::check_os_threads(threads, maps) {
+                return usage(format!(
+                    "the threads backend runs every sender and receiver (2 × -f per -g group) \
+                     on an OS thread: {e}; use fewer groups or fds, or another backend"
+                ));
+            }
+        }
+    }
+
     Ok(Config {
         mode,
         backends,
         all,
         hackbench: HackbenchConfig {
-            groups: cli.groups.unwrap_or(10) as usize,
-            fds: cli.fds.unwrap_or(20) as usize,
+            groups: groups as usize,
+            fds: fds as usize,
             loops: cli.loops.unwrap_or(100),
-            datasize: cli.datasize.unwrap_or(100) as usize,
+            datasize: datasize as usize,
             transport,
             policy: cli.policy.unwrap_or_default(),
             runtime: RuntimeOpts {

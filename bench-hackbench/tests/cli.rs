@@ -170,6 +170,37 @@ fn green_workers_beyond_the_runtime_maximum_fail_before_running() {
     rejects_up_front("-l 0", "1..=18446744073709551615");
 }
 
+/// More OS threads than `vm.max_map_count` leaves room for (2 × -f per group
+/// on the threads backend): std aborts the process when it cannot map a new
+/// thread's signal stack, so the options are refused up front (exit 2). Run
+/// under `ulimit -v`, so that a missing check fails at once instead of
+/// starting threads by the thousand.
+#[test]
+fn threads_beyond_the_mapping_limit_fail_before_running() {
+    let Some(max) = bench_common::limits::max_map_count() else {
+        return;
+    };
+    // -g 10000 -f 1000: 20,000,000 threads.
+    if bench_common::limits::os_thread_capacity(max, 0) >= 20_000_000 {
+        return;
+    }
+    for args in [
+        "-T -g 10000 -f 1000 -l 1",
+        "--latency -T -g 10000 -f 1000 --duration 1ms",
+    ] {
+        let o = Command::new("sh")
+            .args(["-c", "ulimit -v 1048576 && exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_hackbench"))
+            .args(args.split_whitespace())
+            .output()
+            .expect("sh runs hackbench");
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args}\n{out}\n{err}");
+        assert!(err.contains("vm.max_map_count"), "{args}: {err}");
+        assert!(!err.contains("panicked"), "{args}: {err}");
+    }
+}
+
 #[test]
 fn conflicting_columns_are_usage_errors() {
     for (cols, needle) in [

@@ -42,6 +42,9 @@ pub const DEFAULT_SLEEP_US: u64 = 100;
 pub const DEFAULT_FOOTPRINT_KIB: usize = 256;
 /// `--trace-capacity` when not given.
 pub const DEFAULT_TRACE_CAPACITY: usize = 1 << 20;
+/// Bytes of one `--trace` event: the runtime keeps `--trace-capacity` of them per
+/// runtime worker, allocated when the trace starts.
+pub const TRACE_EVENT_BYTES: u64 = 32;
 
 const ABOUT: &str =
     "schbench, the scheduler wakeup benchmark, ported to Rust with several backends";
@@ -580,6 +583,40 @@ impl Plan {
                 .len()
                 .min(MAX_RUNTIME_WORKERS),
         };
+        if cli.trace.is_some() {
+            let needed =
+                trace_capacity as u128 * TRACE_EVENT_BYTES as u128 * runtime_workers as u128;
+            if let Some(memory) = physical_memory() {
+                if needed > memory as u128 {
+                    return usage(format!(
+                        "--trace-capacity × --workers needs {} MiB ({trace_capacity} events of \
+                         {TRACE_EVENT_BYTES} bytes × {runtime_workers} workers), more than this \
+                         machine's {} MiB of memory",
+                        needed >> 20,
+                        memory >> 20
+                    ));
+                }
+            }
+        }
+        if matches!(cli.backend, BackendChoice::Threads | BackendChoice::All) {
+            // One OS thread per message thread and per worker; each worker's
+            // matrices (or -p buffer) may be mapped on their own.
+            let buffer_maps = if cli.pipe > 0 {
+                bench_common::limits::buffer_maps(cli.pipe as u64)
+            } else {
+                let side = crate::math::side_for(footprint) as u64;
+                3 * bench_common::limits::buffer_maps(
+                    side * side * crate::math::ELEMENT_BYTES as u64,
+                )
+            };
+            let threads = (m + m * t) as u64;
+            if let Err(e) = bench_common::limits::check_os_threads(threads, buffer_maps) {
+                return usage(format!(
+                    "the threads backend runs each message thread and worker (-m × -t) on an \
+                     OS thread: {e}; use fewer workers, or --backend green or tokio"
+                ));
+            }
+        }
         let notes = ignored_options(&cli);
         Ok(Plan {
             message_threads: m,

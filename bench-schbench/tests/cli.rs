@@ -660,6 +660,97 @@ fn tokio_thread_spawn_failure_is_an_error_not_a_hang() {
     }
 }
 
+/// Runs schbench with its address space limited to `kib` KiB (`ulimit -v`), so that a
+/// run the options should have refused fails at once instead of filling the machine.
+fn schbench_limited(kib: u64, args: &[&str]) -> Output {
+    Command::new("sh")
+        .args(["-c", &format!("ulimit -v {kib} && exec \"$0\" \"$@\"")])
+        .arg(env!("CARGO_BIN_EXE_schbench"))
+        .args(args)
+        .output()
+        .expect("run schbench under sh")
+}
+
+/// This machine's memory in bytes (`MemTotal` of /proc/meminfo).
+fn mem_total() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    Some(
+        kib.trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .ok()?
+            * 1024,
+    )
+}
+
+/// More OS threads than `vm.max_map_count` leaves room for: std aborts the process
+/// when it cannot map a new thread's signal stack, so the threads backend must be
+/// refused before it starts (exit 2), not run into that abort.
+#[test]
+fn threads_beyond_the_mapping_limit_are_refused() {
+    let Some(max) = bench_common::limits::max_map_count() else {
+        return;
+    };
+    if bench_common::limits::os_thread_capacity(max, 0) > 65_537 {
+        eprintln!("vm.max_map_count = {max} leaves room for 65537 threads: nothing to refuse");
+        return;
+    }
+    let args = [
+        "--backend",
+        "threads",
+        "-m",
+        "1",
+        "-t",
+        "65536",
+        "-F",
+        "0",
+        "-r",
+        "1",
+    ];
+    // Without the check, the run would start threads until the address space runs out.
+    let out = schbench_limited(1 << 20, &args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("vm.max_map_count"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// `--trace-capacity` events of 32 bytes for each of `--workers` runtime workers are
+/// allocated when the trace starts: more than the machine holds is bad input (exit 2),
+/// not an allocation abort or the OOM killer.
+#[test]
+fn trace_beyond_memory_is_refused() {
+    // 2^24 events × 32 bytes × 256 workers = 128 GiB.
+    if mem_total().is_none_or(|m| m >= 128 << 30) {
+        return;
+    }
+    let path = temp("huge-trace.json");
+    let path = path.to_str().unwrap();
+    let args = [
+        "--backend",
+        "green",
+        "--trace",
+        path,
+        "--trace-capacity",
+        "16777216",
+        "--workers",
+        "256",
+        "-t",
+        "1",
+        "-r",
+        "1",
+    ];
+    // Without the check, the first 512 MiB ring fails to allocate under this limit.
+    let out = schbench_limited(4 << 20, &args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--trace-capacity × --workers needs"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_file(path);
+}
+
 /// A reader that goes away (`schbench … | head`) ends the run quietly with
 /// status 141, as SIGPIPE ends a C tool, instead of a panic or an error.
 #[test]

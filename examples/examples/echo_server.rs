@@ -332,7 +332,7 @@ fn check(a: &Args) -> Result<(usize, Option<SocketAddr>), String> {
     cli::check_range("--requests", a.requests, 1..=100_000_000)?;
     cli::check_range("--size", a.size, 1..=MAX_SIZE)?;
     cli::check_features("--features", &a.features)?;
-    a.trace.check()?;
+    a.trace.check(workers)?;
     let addr = match a.listen.as_deref().or(a.connect.as_deref()) {
         None => None,
         Some(s) => Some(

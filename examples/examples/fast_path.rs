@@ -29,9 +29,19 @@ struct Args {
     /// Interleaved rounds.
     #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
-    /// Operations per run.
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Operations per run (1 ..= 1,000,000,000).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=MAX_OPS))]
     ops: u64,
+}
+
+/// The largest `--ops`: a billion yields take over a minute per run already.
+const MAX_OPS: u64 = 1_000_000_000;
+
+/// `elapsed` divided by `ops` operations (`ops` ≥ 1), without narrowing `ops`
+/// to the `u32` that `Duration`'s own division takes.
+fn per_op(elapsed: Duration, ops: u64) -> Duration {
+    let ns = elapsed.as_nanos() / u128::from(ops);
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
 }
 
 /// One operation measured on both runtimes.
@@ -69,14 +79,14 @@ fn green(rt: &eevdf_rt::Runtime, op: Op, n: u64) -> Duration {
             }
             h.join().unwrap();
             // two switches per iteration
-            t.elapsed() / (2 * n as u32)
+            per_op(t.elapsed(), 2 * n)
         }
         Op::SpawnJoin => {
             let t = Instant::now();
             for _ in 0..n {
                 eevdf_rt::spawn(|| {}).join().unwrap();
             }
-            t.elapsed() / n as u32
+            per_op(t.elapsed(), n)
         }
         Op::Channel => {
             let (to_echo, from_main) = eevdf_rt::sync::channel::bounded::<u64>(1);
@@ -93,7 +103,7 @@ fn green(rt: &eevdf_rt::Runtime, op: Op, n: u64) -> Duration {
                 to_echo.send(i).unwrap();
                 assert_eq!(from_echo.recv().unwrap(), i);
             }
-            let d = t.elapsed() / n as u32;
+            let d = per_op(t.elapsed(), n);
             drop(to_echo);
             echo.join().unwrap();
             d
@@ -116,14 +126,14 @@ fn tokio(rt: &tokio::runtime::Runtime, op: Op, n: u64) -> Duration {
                     tokio::task::yield_now().await;
                 }
                 h.await.unwrap();
-                t.elapsed() / (2 * n as u32)
+                per_op(t.elapsed(), 2 * n)
             }
             Op::SpawnJoin => {
                 let t = Instant::now();
                 for _ in 0..n {
                     tokio::spawn(async {}).await.unwrap();
                 }
-                t.elapsed() / n as u32
+                per_op(t.elapsed(), n)
             }
             Op::Channel => {
                 let (to_echo, mut from_main) = tokio::sync::mpsc::channel::<u64>(1);
@@ -140,7 +150,7 @@ fn tokio(rt: &tokio::runtime::Runtime, op: Op, n: u64) -> Duration {
                     to_echo.send(i).await.unwrap();
                     assert_eq!(from_echo.recv().await.unwrap(), i);
                 }
-                let d = t.elapsed() / n as u32;
+                let d = per_op(t.elapsed(), n);
                 drop(to_echo);
                 echo.await.unwrap();
                 d

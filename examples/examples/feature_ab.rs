@@ -467,7 +467,7 @@ fn check(a: &Args) -> Result<(Vec<Set>, Mix), String> {
     )?;
     cli::check_range("--rounds", a.rounds, 1..=100)?;
     for i in 0..sets.len() {
-        trace_for(&a.trace, i, sets.len()).check()?;
+        trace_for(&a.trace, i, sets.len()).check(workers)?;
     }
     let pairs = cli::check_range("--pairs", a.pairs.unwrap_or(2 * workers), 0..=10_000)?;
     let sleepers = cli::check_range("--sleepers", a.sleepers.unwrap_or(2 * workers), 0..=10_000)?;

@@ -222,7 +222,7 @@ impl Args {
         }
         cli::check_range("--idle-spin-us", self.idle_spin_us, 0..=1_000_000)?;
         cli::check_features("--features", &self.features)?;
-        self.trace.check()?;
+        self.trace.check(self.workers)?;
         if let Some(path) = &self.plot {
             cli::check_output_file("--plot", path)?;
         }

@@ -280,7 +280,7 @@ impl Plan {
         let tick =
             Duration::from_micros(cli::check_range("--tick-us", a.tick_us, 100..=1_000_000)?);
         cli::check_features("--features", &a.features)?;
-        a.trace.check()?;
+        a.trace.check(workers)?;
         if let Some(path) = &a.plot {
             cli::check_output_file("--plot", path)?;
         }

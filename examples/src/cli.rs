@@ -172,17 +172,34 @@ pub struct TraceOpt {
     pub trace_capacity: usize,
 }
 
+/// Bytes of one `--trace` event: the runtime keeps `--trace-capacity` of them
+/// per worker, allocated when the trace starts.
+pub const TRACE_EVENT_BYTES: u64 = 32;
+
 impl TraceOpt {
     /// Checks the options before anything runs (a usage error otherwise):
-    /// the capacity's range, and that the file can be written (nothing is
-    /// created: see [`check_output_file`]).
-    pub fn check(&self) -> Result<(), String> {
+    /// the capacity's range, that the trace of a runtime with `workers`
+    /// workers fits in this machine's memory, and that the file can be
+    /// written (nothing is created: see [`check_output_file`]).
+    pub fn check(&self, workers: usize) -> Result<(), String> {
         check_range(
             "--trace-capacity",
             self.trace_capacity,
             1..=eevdf_rt::trace::MAX_CAPACITY,
         )?;
         if let Some(path) = &self.trace {
+            let needed = self.trace_capacity as u128 * TRACE_EVENT_BYTES as u128 * workers as u128;
+            if let Some(memory) = crate::os::physical_memory() {
+                if needed > memory as u128 {
+                    return Err(format!(
+                        "--trace-capacity {} × {workers} workers needs {} MiB ({TRACE_EVENT_BYTES} \
+                         bytes an event), more than this machine's {} MiB of memory",
+                        self.trace_capacity,
+                        needed >> 20,
+                        memory >> 20
+                    ));
+                }
+            }
             check_output_file("--trace", path)?;
         }
         Ok(())

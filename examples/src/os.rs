@@ -139,3 +139,15 @@ pub fn mapping_count() -> Option<usize> {
             .count(),
     )
 }
+
+/// This machine's physical memory in bytes, if the system says.
+pub fn physical_memory() -> Option<u64> {
+    // SAFETY: sysconf only reads configuration values.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64))
+}

@@ -735,6 +735,9 @@ fn fast_path() {
     }
     run_bad("fast_path", &["--rounds", "0"]);
     run_bad("fast_path", &["--ops", "0"]);
+    // 2^32 operations: once truncated to a u32 divisor of zero, a panic
+    // after hours of work; now over the limit, refused at once.
+    run_bad("fast_path", &["--rounds", "1", "--ops", "4294967296"]);
 }
 
 #[test]
@@ -889,6 +892,46 @@ fn spawn_failure_is_reported() {
             "{name}: {err}"
         );
         assert!(!err.contains("panicked"), "{name}: {err}");
+    }
+}
+
+/// `--trace-capacity` events of 32 bytes for each of `--workers` runtime
+/// workers are allocated when the trace starts: more than the machine holds
+/// is a usage error (exit 2) before anything runs, not an allocation abort
+/// (under the address-space limit here) or the OOM killer.
+#[test]
+fn trace_beyond_memory_is_refused() {
+    // 2^24 events × 32 bytes × 256 workers = 128 GiB.
+    if examples::os::physical_memory().is_none_or(|m| m >= 128 << 30) {
+        return;
+    }
+    let trace = std::env::temp_dir().join(format!("huge_trace_{}.json", std::process::id()));
+    let trace = trace.to_str().unwrap();
+    let big = [
+        "--workers",
+        "256",
+        "--trace",
+        trace,
+        "--trace-capacity",
+        "16777216",
+    ];
+    for (name, args) in [
+        ("echo_server", &["--clients", "1", "--requests", "1"][..]),
+        (
+            "feature_ab",
+            &["--sets", "default", "--duration", "0.01"][..],
+        ),
+    ] {
+        let args: Vec<&str> = big.iter().chain(args).copied().collect();
+        let o = run_limited(4 << 20, name, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {:?}\n{err}", o.status);
+        assert!(
+            err.contains("--trace-capacity 16777216 × 256 workers needs"),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(!Path::new(trace).exists(), "{name} left {trace} behind");
     }
 }
 

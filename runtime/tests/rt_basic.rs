@@ -134,6 +134,9 @@ fn invalid_builder_values_are_errors() {
             Builder::new().features("NO_SUCH_FEATURE"),
             "NO_SUCH_FEATURE",
         ),
+        // An OS thread name is a C string: an error, not std's panic in
+        // `thread::Builder::spawn` halfway through starting the workers.
+        (Builder::new().workers(1).thread_name("a\0b"), "thread_name"),
     ];
     for (b, what) in cases {
         let err = b.build().unwrap_err().to_string();

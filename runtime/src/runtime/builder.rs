@@ -233,7 +233,17 @@ impl Builder {
         self
     }
 
-    /// Prefix of the worker threads' names. Default `"eevdf"`.
+    /// Prefix of the names of the runtime's OS threads (workers, the
+    /// hand-off monitor and standbys, the blocking pool). Default
+    /// `"eevdf"`. A name with a NUL byte makes [`build`](Self::build) fail
+    /// (an OS thread name is a C string).
+    ///
+    /// ```
+    /// let rt = eevdf_rt::Builder::new().workers(1).thread_name("db").build()?;
+    /// # drop(rt);
+    /// assert!(eevdf_rt::Builder::new().workers(1).thread_name("a\0b").build().is_err());
+    /// # Ok::<(), eevdf_rt::Error>(())
+    /// ```
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
@@ -325,6 +335,13 @@ impl Builder {
                     "500 µs ..= 10 s, or None",
                 ));
             }
+        }
+        if self.name.contains('\0') {
+            return Err(Error::invalid(
+                "thread_name",
+                format!("{:?}", self.name),
+                "a name without NUL bytes",
+            ));
         }
         if self.stack_pool > 65_536 {
             return Err(Error::invalid("stack_pool", self.stack_pool, "0 ..= 65536"));

@@ -207,6 +207,24 @@ fn semaphore_basics() {
 }
 
 #[test]
+fn semaphore_release_beyond_the_limit_panics_clearly_and_keeps_the_count() {
+    let s = Semaphore::new(usize::MAX >> 1);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.release()));
+    let p = r.expect_err("a release past the limit must not wrap the count");
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|m| m.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    assert!(msg.contains("too many permits"), "{msg}");
+    assert_eq!(s.available_permits(), usize::MAX >> 1);
+    // Still usable at the limit.
+    s.acquire().forget();
+    s.release();
+    assert_eq!(s.available_permits(), usize::MAX >> 1);
+}
+
+#[test]
 fn semaphore_limits_concurrency() {
     within(Duration::from_secs(60), || {
         let rt = rt();

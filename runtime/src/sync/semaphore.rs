@@ -76,7 +76,10 @@ impl Semaphore {
     /// assert_eq!(s.available_permits(), 3);
     /// ```
     pub fn new(permits: usize) -> Self {
-        assert!(permits <= usize::MAX >> 1, "too many permits");
+        assert!(
+            permits <= usize::MAX >> 1,
+            "Semaphore::new: too many permits (at most usize::MAX / 2)"
+        );
         Semaphore {
             state: AtomicUsize::new(permits * ONE),
             list: Lock::new(List::new()),
@@ -151,6 +154,10 @@ impl Semaphore {
     /// Adds a permit: hands it to the oldest sleeper if there is one.
     /// Use with [`SemaphorePermit::forget`], or to grow the semaphore.
     ///
+    /// # Panics
+    /// If the semaphore already has `usize::MAX / 2` permits available
+    /// (the most [`new`](Self::new) accepts); the count is left unchanged.
+    ///
     /// ```
     /// let s = eevdf_rt::sync::Semaphore::new(0);
     /// s.release();
@@ -160,9 +167,12 @@ impl Semaphore {
     pub fn release(&self) {
         let mut s = self.state.load(Ordering::Relaxed);
         while s & PARKED == 0 {
+            let Some(next) = s.checked_add(ONE) else {
+                too_many_permits()
+            };
             match self
                 .state
-                .compare_exchange_weak(s, s + ONE, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange_weak(s, next, Ordering::Release, Ordering::Relaxed)
             {
                 Ok(_) => return,
                 Err(x) => s = x,
@@ -238,11 +248,15 @@ impl Semaphore {
                 None => {
                     // A stale flag (the sleepers timed out): the permit
                     // becomes visible.
-                    let _ = self
+                    let r = self
                         .state
                         .fetch_update(Ordering::Release, Ordering::Relaxed, |s| {
-                            Some((s & !PARKED) + ONE)
+                            (s & !PARKED).checked_add(ONE)
                         });
+                    if r.is_err() {
+                        drop(l);
+                        too_many_permits();
+                    }
                     None
                 }
             }
@@ -251,6 +265,13 @@ impl Semaphore {
             platform::wake_then_preempt(w);
         }
     }
+}
+
+/// `release` beyond the most permits a semaphore can count.
+#[cold]
+#[inline(never)]
+fn too_many_permits() -> ! {
+    panic!("Semaphore::release: too many permits (at most usize::MAX / 2)")
 }
 
 impl fmt::Debug for Semaphore {

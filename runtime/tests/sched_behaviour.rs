@@ -801,6 +801,34 @@ fn the_base_is_monotonic_and_wraps() {
 }
 
 #[test]
+fn huge_clock_steps_do_not_overflow() {
+    // `now` is a wrapping clock: every step below is a valid forward move
+    // (< 2^63), but the run time they add up to passes u64::MAX. (One
+    // entity alone: virtual times of several would drift beyond the
+    // 2^63 window that wrapping comparison needs.)
+    let mut w = World::new(Features::default());
+    w.spawn(0, 0, None);
+    let c = w.switch().unwrap();
+    for _ in 0..8 {
+        w.now = w.now.wrapping_add(1 << 62);
+        w.rq.tick(w.now);
+        w.rq.check_invariants().unwrap();
+    }
+    assert_eq!(w.rq.entity(c).sum_exec(), u64::MAX, "sum_exec saturates");
+}
+
+#[test]
+fn fair_delta_saturates_instead_of_wrapping() {
+    use eevdf_rt::sched::weight::{fair_delta, inverse_weight, weight_of_nice};
+    let w = weight_of_nice(19).unwrap();
+    assert_eq!(fair_delta(u64::MAX, w, inverse_weight(w)), u64::MAX);
+    assert_eq!(fair_delta(u64::MAX / 4, 3, inverse_weight(3)), u64::MAX);
+    // Monotonic in delta, also near the top.
+    let near = fair_delta(u64::MAX / 100, w, inverse_weight(w));
+    assert!(near <= fair_delta(u64::MAX / 50, w, inverse_weight(w)));
+}
+
+#[test]
 fn extreme_params_do_not_panic() {
     // Params has public fields: even absurd values must not overflow
     for params in [

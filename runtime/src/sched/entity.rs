@@ -232,7 +232,7 @@ impl Entity {
     pub fn is_delayed(&self) -> bool {
         self.delayed
     }
-    /// Total real time charged to this entity.
+    /// Total real time charged to this entity (saturating at `u64::MAX`).
     pub fn sum_exec(&self) -> Nanos {
         self.sum_exec
     }

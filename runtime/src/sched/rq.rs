@@ -936,7 +936,7 @@ impl<T> RunQueue<T> {
         self.curr_exec_start = now;
         let e = self.ent_mut(c);
         e.exec_start = now;
-        e.sum_exec += ran as u64;
+        e.sum_exec = e.sum_exec.saturating_add(ran as u64);
         e.vrt = e.vrt.wrapping_add(e.fair_delta(ran as u64));
         let renewed = renew_deadline_if_due(e, base_slice);
         let protected = super::place::is_protected(e);

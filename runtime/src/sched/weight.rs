@@ -77,7 +77,9 @@ pub fn inverse_weight(w: u32) -> u32 {
 /// Converts `delta` real nanoseconds into virtual nanoseconds for an entity
 /// of weight `weight` with inverse `inv_weight`: `Δ·1024/w`, computed in the
 /// kernel's fixed point with the 32-bit reciprocal so traces match bit for
-/// bit (docs/eevdf.md §2.5). A nice-0 entity gets `delta` unchanged.
+/// bit (docs/eevdf.md §2.5). A nice-0 entity gets `delta` unchanged. A
+/// result beyond `u64::MAX` (a `delta` of centuries at a low weight)
+/// saturates instead of wrapping.
 ///
 /// ```
 /// use eevdf_rt::sched::weight::{fair_delta, weight_of_nice, inverse_weight};
@@ -100,7 +102,7 @@ pub fn fair_delta(delta: u64, weight: u32, inv_weight: u32) -> u64 {
         factor >>= bits;
         shift -= bits;
     }
-    ((delta as u128 * factor as u128) >> shift) as u64
+    ((delta as u128 * factor as u128) >> shift).min(u64::MAX as u128) as u64
 }
 
 #[cfg(test)]

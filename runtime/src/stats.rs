@@ -36,9 +36,9 @@ macro_rules! counters {
                 vec![ $( (stringify!($name), self.$name), )* ]
             }
 
-            /// Adds `other` field by field.
+            /// Adds `other` field by field (saturating at `u64::MAX`).
             pub fn add(&mut self, other: &WorkerStats) {
-                $( self.$name += other.$name; )*
+                $( self.$name = self.$name.saturating_add(other.$name); )*
             }
 
             /// `self − earlier`, field by field (saturating), for measuring an interval.

@@ -315,3 +315,16 @@ fn the_kernel_preset_is_the_kernels_defaults() {
     rt.set_features("default").unwrap();
     assert!(!rt.features().contains("NO_TTWU_QUEUE_DELAYED"));
 }
+
+#[test]
+fn worker_stats_add_saturates_like_since() {
+    let mut sum = eevdf_rt::WorkerStats::default();
+    sum.context_switches = u64::MAX - 1;
+    let mut more = eevdf_rt::WorkerStats::default();
+    more.context_switches = 5;
+    more.picks = 3;
+    sum.add(&more);
+    assert_eq!(sum.context_switches, u64::MAX);
+    assert_eq!(sum.picks, 3);
+    assert_eq!(more.since(&sum).context_switches, 0);
+}

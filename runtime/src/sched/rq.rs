@@ -212,6 +212,11 @@ pub struct RunQueue<T> {
     /// The entity the worker runs. Always queued (possibly delayed): a
     /// dequeue of the current entity that really removes it clears `curr`.
     curr: Option<u32>,
+    /// The current entity is inside its own attribute-change bracket
+    /// ([`RunQueue::detach`] … [`RunQueue::attach`]): not counted in V, so
+    /// [`RunQueue::curr_queued`] answers `None`. Kept beside `curr` so that
+    /// the many `curr_queued` calls of a switch need no arena lookup.
+    curr_detached: bool,
     /// A copy of the current entity's `exec_start`, kept beside `curr` so
     /// that the repeated charges of one switch (yield, pick and set_curr
     /// all charge at the same `now`) return without touching the arena.
@@ -272,6 +277,7 @@ impl<T> RunQueue<T> {
             tree: AugTree::new(),
             lru: Lru::new(),
             curr: None,
+            curr_detached: false,
             curr_exec_start: 0,
             next: None,
             base,
@@ -438,7 +444,15 @@ impl<T> RunQueue<T> {
     /// attribute-change bracket of the current entity itself).
     #[inline]
     fn curr_queued(&self) -> Option<u32> {
-        self.curr.filter(|&c| self.ent(c).queued)
+        debug_assert_eq!(
+            self.curr_detached,
+            self.curr.is_some_and(|c| !self.ent(c).queued)
+        );
+        if self.curr_detached {
+            None
+        } else {
+            self.curr
+        }
     }
 
     /// `(S, W)`: the tree's sums plus the queued current entity (§4.2):
@@ -588,10 +602,16 @@ impl<T> RunQueue<T> {
         let w = e.weight as u64;
         self.load -= w;
         self.nr_queued -= 1;
+        if self.curr == Some(i) {
+            self.curr_detached = true;
+        }
     }
 
     /// Second half of [`RunQueue::detach`]: counts entity `i` again.
     fn attach(&mut self, i: u32) {
+        if self.curr == Some(i) {
+            self.curr_detached = false;
+        }
         let e = self.ent_mut(i);
         e.queued = true;
         let w = e.weight as u64;

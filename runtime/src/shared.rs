@@ -56,6 +56,10 @@ pub(crate) struct Shared {
     pub(crate) overloaded: Box<[AtomicBool]>,
     pub(crate) config: Config,
     features: AtomicU32,
+    /// Serialises `Runtime::set_features`: each change applies to the set
+    /// the previous one left, and every run queue ends with the set that
+    /// `features` holds.
+    pub(crate) features_update: parking_lot::Mutex<()>,
     pub(crate) registry: Registry,
     /// The room every worker has for tasks (`worker::room`).
     pub(crate) room: crate::worker::room::Room,
@@ -92,6 +96,7 @@ impl Shared {
             idle_mask: AtomicMask::new(),
             config,
             features: AtomicU32::new(features.bits()),
+            features_update: parking_lot::Mutex::new(()),
             shutdown: AtomicBool::new(false),
             external: Counters::new(),
             spawn_cursor: AtomicUsize::new(0),

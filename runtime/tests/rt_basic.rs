@@ -205,6 +205,36 @@ fn features_switch_at_run_time() {
     h.join().unwrap();
 }
 
+/// Two threads switch different features at once, many times: each
+/// change applies on top of the other's, so a thread always finds its own
+/// last change in place (the other one only touches its own switch), and
+/// the final set has both threads' last changes.
+#[test]
+fn concurrent_feature_switches_lose_nothing() {
+    let rt = std::sync::Arc::new(rt(2));
+    let toggler = |on: &'static str, off: &'static str| {
+        let rt = rt.clone();
+        std::thread::spawn(move || {
+            for i in 0..20_000 {
+                let spec = if i % 2 == 0 { off } else { on };
+                rt.set_features(spec).unwrap();
+                let f = rt.features();
+                assert!(f.split(',').any(|x| x == spec), "{spec} lost: {f}");
+            }
+            // ends "on" (the last i is odd)
+        })
+    };
+    let a = toggler("TICK_ELIGIBLE", "NO_TICK_ELIGIBLE");
+    let b = toggler("NO_PICK_BUDDY", "PICK_BUDDY");
+    a.join().unwrap();
+    b.join().unwrap();
+    let f = rt.features();
+    assert!(
+        f.split(',').any(|x| x == "TICK_ELIGIBLE") && f.split(',').any(|x| x == "NO_PICK_BUDDY"),
+        "{f}"
+    );
+}
+
 #[test]
 fn current_task_calls() {
     let rt = rt(2);

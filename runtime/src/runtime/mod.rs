@@ -230,8 +230,13 @@ impl Runtime {
     /// Applies `spec` (`sched_features` syntax, e.g. `"NO_TTWU_QUEUE"`) on
     /// top of the current features, on every worker. Tasks already delayed
     /// are finished normally even if DELAY_DEQUEUE is now off. An unknown
-    /// name changes nothing and is an error.
+    /// name changes nothing and is an error. Calls from several threads at
+    /// once are applied one after the other, each on top of the last.
     pub fn set_features(&self, spec: &str) -> Result<(), Error> {
+        // One change at a time: two callers at once would each apply their
+        // spec to the same old set (one change lost) and could leave the
+        // run queues with different sets.
+        let _one_at_a_time = self.shared.features_update.lock();
         let mut f = self.shared.features();
         f.apply(spec)?;
         self.shared.store_features(f);

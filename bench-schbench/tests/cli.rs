@@ -671,6 +671,14 @@ fn schbench_limited(kib: u64, args: &[&str]) -> Output {
         .expect("run schbench under sh")
 }
 
+/// The run was refused as bad input: exit 2, `needle` in the message, no panic.
+fn assert_refused(out: &Output, needle: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(needle), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 /// This machine's memory in bytes (`MemTotal` of /proc/meminfo).
 fn mem_total() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -710,11 +718,7 @@ fn threads_beyond_the_mapping_limit_are_refused() {
         "1",
     ];
     // Without the check, the run would start threads until the address space runs out.
-    let out = schbench_limited(1 << 20, &args);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("vm.max_map_count"), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
+    assert_refused(&schbench_limited(1 << 20, &args), "vm.max_map_count");
 }
 
 /// `--trace-capacity` events of 32 bytes for each of `--workers` runtime workers are
@@ -743,11 +747,10 @@ fn trace_beyond_memory_is_refused() {
         "1",
     ];
     // Without the check, the first 512 MiB ring fails to allocate under this limit.
-    let out = schbench_limited(4 << 20, &args);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--trace-capacity × --workers needs"), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
+    assert_refused(
+        &schbench_limited(4 << 20, &args),
+        "--trace-capacity × --workers needs",
+    );
     let _ = std::fs::remove_file(path);
 }
 

@@ -66,6 +66,7 @@ pub mod io;
 mod lock;
 mod lockfree;
 mod loom;
+mod mask;
 pub mod net;
 mod runtime;
 pub mod sched;
@@ -82,6 +83,7 @@ mod worker;
 pub use context::{live_stacks, StackGuard};
 pub use error::Error;
 pub use future::{block_on_future, spawn_future};
+pub use mask::MAX_WORKERS;
 pub use runtime::api::{
     current, in_green_thread, park, park_timeout, preempt_point, set_nice, set_slice, sleep,
     sleep_until, spawn, try_current, yield_now,
@@ -91,7 +93,6 @@ pub use runtime::{Builder, Runtime};
 pub use stats::{Stats, WorkerStats};
 pub use task::{Task, TaskStats};
 pub use trace::Trace;
-pub use worker::mask::MAX_WORKERS;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

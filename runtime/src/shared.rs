@@ -11,11 +11,11 @@
 
 use crate::context::GuardPolicy;
 use crate::io::reactor::Reactor;
+use crate::mask::AtomicMask;
 use crate::runtime::blocking::BlockingPool;
 use crate::sched::{Feature, Features};
 use crate::stats::Counters;
 use crate::task::registry::Registry;
-use crate::worker::mask::AtomicMask;
 use crate::worker::Worker;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -4,10 +4,10 @@
 //! validation. Must not: place or enqueue (that is `runtime::spawn`).
 
 use crate::error::Error;
+use crate::mask::{WorkerMask, MAX_WORKERS};
 use crate::runtime::join::JoinHandle;
 use crate::runtime::{spawn, Runtime};
 use crate::sched::{check_slice, weight::nice_index, Policy};
-use crate::worker::mask::{WorkerMask, MAX_WORKERS};
 use std::io;
 use std::time::Duration;
 

@@ -327,7 +327,7 @@ pub(crate) fn unspawned(rt: &crate::Runtime, id: u64) -> TaskRef {
             None,
             sh,
             crate::sched::Entity::new(0).unwrap(),
-            crate::worker::mask::WorkerMask::first(1),
+            crate::mask::WorkerMask::first(1),
             0,
         )
     })
@@ -338,8 +338,8 @@ pub(crate) fn unspawned(rt: &crate::Runtime, id: u64) -> TaskRef {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::mask::WorkerMask;
     use crate::sched::Entity;
-    use crate::worker::mask::WorkerMask;
     use std::io::ErrorKind;
 
     fn lone_task(rt: &crate::Runtime) -> TaskRef {

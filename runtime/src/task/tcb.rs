@@ -28,12 +28,12 @@
 use crate::context::{GreenContext, SuspendSlot};
 use crate::lockfree::wakelist::Linked;
 use crate::loom::AtomicPtr;
+use crate::mask::WorkerMask;
 use crate::runtime::join::Packet;
 use crate::sched::{Entity, Slot};
 use crate::shared::Shared;
 use crate::task::state::TaskState;
 use crate::task::stats::Acct;
-use crate::worker::mask::WorkerMask;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{
     AtomicBool, AtomicI8, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,

@@ -13,12 +13,12 @@
 //! take locks.
 
 use super::count;
+use crate::mask::WorkerMask;
 use crate::sched::Feature;
 use crate::shared::Shared;
 use crate::stats::Counter;
 use crate::task::Tcb;
 use crate::time::clock;
-use crate::worker::mask::WorkerMask;
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
 

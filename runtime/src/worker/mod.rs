@@ -34,7 +34,6 @@
 
 pub(crate) mod handoff;
 pub(crate) mod idle;
-pub mod mask;
 pub(crate) mod owner;
 pub(crate) mod room;
 pub(crate) mod run;

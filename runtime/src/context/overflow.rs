@@ -24,16 +24,27 @@
 use super::slab::TABLE;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
+
+/// The green thread running on this OS thread, for the message: its name
+/// (if it has one) and its id. The task layer supplies it when the handler
+/// is installed (this layer knows no tasks); it must be async-signal-safe
+/// (a thread-local read, no allocation, no lock).
+pub(crate) type CurrentTask = fn() -> Option<(Option<&'static str>, u64)>;
+
+/// Set once by [`install_handler`]; read in the handler (an atomic load).
+static CURRENT_TASK: OnceLock<CurrentTask> = OnceLock::new();
 
 /// The handlers that were installed before ours (SIGSEGV, SIGBUS).
 static OLD_SEGV: AtomicPtr<libc::sigaction> = AtomicPtr::new(ptr::null_mut());
 static OLD_BUS: AtomicPtr<libc::sigaction> = AtomicPtr::new(ptr::null_mut());
 
-/// Installs the overflow handler for the process (idempotent).
-pub(crate) fn install_handler() {
+/// Installs the overflow handler for the process (idempotent); `current`
+/// names the running green thread in the message.
+pub(crate) fn install_handler(current: CurrentTask) {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        let _ = CURRENT_TASK.set(current);
         for (sig, old) in [(libc::SIGSEGV, &OLD_SEGV), (libc::SIGBUS, &OLD_BUS)] {
             // SAFETY: plain sigaction calls with zero-initialised structs
             // (valid for this C type); the old action is leaked so the
@@ -113,11 +124,11 @@ pub(crate) fn canary_smashed(canary: usize) -> ! {
 fn report_and_abort(stack_size: usize, how: &str) -> ! {
     let mut m = Msg::new();
     m.push("\nthread '");
-    match crate::worker::tls::current() {
-        Some(t) => {
-            m.push(t.name().unwrap_or("<unnamed>"));
+    match CURRENT_TASK.get().and_then(|current| current()) {
+        Some((name, id)) => {
+            m.push(name.unwrap_or("<unnamed>"));
             m.push("' (green task ");
-            m.push_u64(t.id);
+            m.push_u64(id);
             m.push(")");
         }
         None => m.push("<unknown>' (a green thread)"),

@@ -389,7 +389,7 @@ impl Builder {
 
 fn start(shared: Arc<Shared>) -> Result<Runtime, Error> {
     // A green thread's stack overflow gets a message (context::overflow).
-    overflow::install_handler();
+    overflow::install_handler(|| crate::task::current::current().map(|t| (t.name(), t.id)));
     let cores = if shared.config.pin_workers {
         core_affinity::get_core_ids().unwrap_or_default()
     } else {

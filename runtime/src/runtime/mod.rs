@@ -13,6 +13,7 @@ pub(crate) mod builder;
 pub(crate) mod join;
 pub(crate) mod result_slot;
 pub(crate) mod spawn;
+mod task_attr;
 
 use crate::shared::Shared;
 pub use builder::Builder;

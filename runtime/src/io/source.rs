@@ -192,6 +192,20 @@ fn without_blocking<R>(r: io::Result<R>) -> Option<io::Result<R>> {
     }
 }
 
+/// Counts an operation that went to the ring without the nonblocking try,
+/// on the worker this thread owns (the external row if it lost it in a
+/// hand-off: the counters have one writer each).
+#[inline(never)]
+fn count_skip() {
+    if let Some((sh, _)) = tls::worker() {
+        crate::wake::count(
+            sh,
+            crate::wake::waker_index(sh),
+            crate::stats::Counter::io_tries_skipped,
+        );
+    }
+}
+
 /// A ring operation's outcome as a read/write result; a timeout is
 /// `would_block()`, like the epoll path.
 fn ring_result(r: Option<Result<i32, uring::TimedOut>>) -> Option<io::Result<usize>> {
@@ -225,7 +239,8 @@ impl<T: AsRawFd> Source<T> {
     ) -> io::Result<usize> {
         if uring::active() {
             let tries = &self.try_first[dir as usize];
-            if tries.should_try() {
+            let tried = tries.should_try();
+            if tried {
                 match without_blocking(f(&self.io, buf)) {
                     Some(r) => {
                         tries.completed();
@@ -233,8 +248,6 @@ impl<T: AsRawFd> Source<T> {
                     }
                     None => tries.would_block(),
                 }
-            } else if let Some((_, w)) = tls::this_worker() {
-                w.stats.inc(crate::stats::Counter::io_tries_skipped);
             }
             let fd = self.io.as_raw_fd();
             let events = match dir {
@@ -244,6 +257,9 @@ impl<T: AsRawFd> Source<T> {
             let deadline = uring::deadline(timeout);
             let r = uring::stream_op(fd, events, deadline, || entry(types::Fd(fd), buf));
             if let Some(r) = ring_result(r) {
+                if !tried {
+                    count_skip();
+                }
                 return r;
             }
         }

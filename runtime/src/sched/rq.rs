@@ -803,6 +803,10 @@ impl<T> RunQueue<T> {
             // on_rq = 0) until the switch; here the entity leaves the queue
             // with its payload, so `curr` is cleared at once (the next
             // set_curr then has no previous entity to put back).
+            debug_assert!(
+                !self.curr_detached,
+                "curr changes inside an attribute change"
+            );
             self.curr = None;
         } else {
             self.tree_remove(i);
@@ -892,6 +896,10 @@ impl<T> RunQueue<T> {
         e.vprot = protection_horizon(e, quantum);
         e.exec_start = now;
         e.prev_sum_exec = e.sum_exec;
+        debug_assert!(
+            !self.curr_detached,
+            "curr changes inside an attribute change"
+        );
         self.curr = Some(i);
         self.curr_exec_start = now;
         self.lru.move_to_front(i);
@@ -957,7 +965,11 @@ impl<T> RunQueue<T> {
         let e = self.ent_mut(c);
         e.exec_start = now;
         e.sum_exec = e.sum_exec.saturating_add(ran as u64);
-        e.vrt = e.vrt.wrapping_add(e.fair_delta(ran as u64));
+        // At most half the wrapping clock: a saturated delta (a clock step of
+        // years at a low weight) must not wrap vruntime backwards.
+        e.vrt = e
+            .vrt
+            .wrapping_add(e.fair_delta(ran as u64).min(i64::MAX as u64));
         let renewed = renew_deadline_if_due(e, base_slice);
         let protected = super::place::is_protected(e);
         self.advance_base();

@@ -284,6 +284,10 @@ impl fmt::Debug for Semaphore {
 
 /// A permit taken from a [`Semaphore`]; gives it back when dropped.
 ///
+/// Dropping it is a [`Semaphore::release`], so it panics like `release`
+/// if extra `release` calls have already filled the semaphore to its limit
+/// (`usize::MAX / 2` permits).
+///
 /// ```
 /// let s = eevdf_rt::sync::Semaphore::new(1);
 /// {

@@ -21,12 +21,17 @@ impl<T> RunQueue<T> {
     ///    non-delayed queued entities; `nr_idle` the idle-policy ones.
     /// 3. The tree is ordered by deadline, balanced, correctly augmented,
     ///    its leftmost cache is right, and its key copies match the entities.
-    /// 4. The current entity is queued and never in the tree; a delayed
+    /// 4. The current entity is queued (and not marked detached: the
+    ///    attribute-change bracket never outlives one call) and never in
+    ///    the tree; a delayed
     ///    entity is queued; the buddy is queued and not delayed; no queued
     ///    entity holds a relative deadline; the recency list holds exactly
     ///    the queued entities.
     /// 6. V equals the exactly computed weighted mean, floored.
     pub fn check_invariants(&self) -> Result<(), String> {
+        if self.curr_detached {
+            return Err("the current entity is marked detached outside an attribute change".into());
+        }
         self.tree.check()?;
         self.lru.check()?;
 

@@ -62,7 +62,11 @@ pub fn check_os_threads(threads: u64, extra_maps: u64) -> Result<(), String> {
     let Some(max) = max_map_count() else {
         return Ok(());
     };
-    let capacity = os_thread_capacity(max, extra_maps);
+    // glibc gives a process with many threads up to eight malloc arenas per
+    // CPU, each a mapping or two: on a large machine that is more than
+    // RESERVED_MAPS, so it is set aside on top.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let capacity = os_thread_capacity(max.saturating_sub(16 * cpus), extra_maps);
     if threads <= capacity {
         Ok(())
     } else {

@@ -44,7 +44,7 @@ pub const DEFAULT_FOOTPRINT_KIB: usize = 256;
 pub const DEFAULT_TRACE_CAPACITY: usize = 1 << 20;
 /// Bytes of one `--trace` event: the runtime keeps `--trace-capacity` of them per
 /// runtime worker, allocated when the trace starts.
-pub const TRACE_EVENT_BYTES: u64 = 32;
+pub const TRACE_EVENT_BYTES: u64 = eevdf_rt::trace::EVENT_BYTES as u64;
 
 const ABOUT: &str =
     "schbench, the scheduler wakeup benchmark, ported to Rust with several backends";
@@ -601,12 +601,15 @@ impl Plan {
         if matches!(cli.backend, BackendChoice::Threads | BackendChoice::All) {
             // One OS thread per message thread and per worker; each worker's
             // matrices (or -p buffer) may be mapped on their own.
+            // A worker allocates its three matrices back to back, and the
+            // kernel merges adjacent anonymous mappings: at most one more
+            // mapping per thread (counted for the message threads too).
             let buffer_maps = if cli.pipe > 0 {
                 bench_common::limits::buffer_maps(cli.pipe as u64)
             } else {
                 let side = crate::math::side_for(footprint) as u64;
-                3 * bench_common::limits::buffer_maps(
-                    side * side * crate::math::ELEMENT_BYTES as u64,
+                bench_common::limits::buffer_maps(
+                    3 * side * side * crate::math::ELEMENT_BYTES as u64,
                 )
             };
             let threads = (m + m * t) as u64;
@@ -794,6 +797,25 @@ mod tests {
             ParseError::Clap(clap) => format!("clap: {}", clap.kind()),
             ParseError::Usage(usage) => usage.0,
         })
+    }
+
+    /// A worker's three matrices are one mapping (the kernel merges them):
+    /// 11,000 OS threads with 400 KiB of matrices each (each matrix above
+    /// malloc's mmap threshold) fit the default `vm.max_map_count` (measured with
+    /// 1.2 MiB: ~5 mappings per thread), so the thread check must not
+    /// refuse them; 20,000 do not fit.
+    #[test]
+    fn the_thread_check_counts_one_mapping_for_a_workers_matrices() {
+        let Some(max) = bench_common::limits::max_map_count() else {
+            return;
+        };
+        if max != 65_530 || physical_memory().is_none_or(|m| m < 8 << 30) {
+            return; // the figures below are for the kernel's default, in 4.4 GB
+        }
+        let fits = plan("--backend threads -m 1 -t 10999 -F 400");
+        assert!(fits.is_ok(), "{:?}", fits.err());
+        let err = plan("--backend threads -m 1 -t 19999 -F 400").unwrap_err();
+        assert!(err.contains("vm.max_map_count"), "{err}");
     }
 
     #[test]

@@ -174,7 +174,7 @@ pub struct TraceOpt {
 
 /// Bytes of one `--trace` event: the runtime keeps `--trace-capacity` of them
 /// per worker, allocated when the trace starts.
-pub const TRACE_EVENT_BYTES: u64 = 32;
+pub const TRACE_EVENT_BYTES: u64 = eevdf_rt::trace::EVENT_BYTES as u64;
 
 impl TraceOpt {
     /// Checks the options before anything runs (a usage error otherwise):

@@ -126,6 +126,14 @@ pub(crate) struct TaskMark {
 /// The largest per-worker capacity `trace_start` accepts.
 pub const MAX_CAPACITY: usize = 1 << 24;
 
+/// Bytes of memory one event of a ring takes: `trace_start(capacity)`
+/// allocates `capacity × EVENT_BYTES` per worker when it is called.
+///
+/// ```
+/// assert_eq!(eevdf_rt::trace::EVENT_BYTES, 32);
+/// ```
+pub const EVENT_BYTES: usize = std::mem::size_of::<Event>();
+
 impl Tracer {
     pub(crate) fn new(workers: usize) -> Self {
         Tracer {

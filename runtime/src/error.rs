@@ -52,6 +52,13 @@ pub enum Error {
         /// The OS error, formatted.
         message: String,
     },
+    /// The allocator refused memory the call needed; nothing was changed.
+    OutOfMemory {
+        /// What the memory was for.
+        what: &'static str,
+        /// How many bytes were asked for.
+        bytes: usize,
+    },
 }
 
 impl Error {
@@ -88,6 +95,9 @@ impl fmt::Display for Error {
                 write!(f, "{call} must be called from inside a green thread")
             }
             Error::Os { context, message } => write!(f, "{context}: {message}"),
+            Error::OutOfMemory { what, bytes } => {
+                write!(f, "out of memory: {what} needs {bytes} bytes")
+            }
         }
     }
 }

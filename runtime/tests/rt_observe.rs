@@ -328,3 +328,50 @@ fn worker_stats_add_saturates_like_since() {
     assert_eq!(sum.picks, 3);
     assert_eq!(more.since(&sum).context_switches, 0);
 }
+
+/// `trace_start` with more ring memory than the process may have is an
+/// error, not an abort, and changes nothing: a trace already running goes
+/// on. Run in a child process whose address space is limited (`RLIMIT_AS`
+/// is process-wide, so the test's own process must not set it).
+#[test]
+fn a_trace_the_allocator_refuses_is_an_error_and_keeps_the_running_one() {
+    const CHILD: &str = "EEVDF_RT_TRACE_OOM_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
+        rt.trace_start(1 << 12).unwrap();
+        // Room for a few hundred MiB more, not for 2 × 512 MiB of rings.
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+        let pages: u64 = statm.split_whitespace().next().unwrap().parse().unwrap();
+        let limit = pages * 4096 + (256 << 20);
+        let rl = libc::rlimit {
+            rlim_cur: limit,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: setrlimit with a valid struct; this child process is ours.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
+        let err = rt.trace_start(eevdf_rt::trace::MAX_CAPACITY).unwrap_err();
+        assert!(matches!(err, eevdf_rt::Error::OutOfMemory { .. }), "{err}");
+        rt.block_on(eevdf_rt::yield_now);
+        let trace = rt.trace_stop();
+        assert!(!trace.is_empty(), "the running trace was lost");
+        println!("child ok: {err}");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "a_trace_the_allocator_refuses_is_an_error_and_keeps_the_running_one",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("child ok: out of memory"),
+        "{:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+}

@@ -256,7 +256,10 @@ impl Runtime {
     /// migration, steal, delayed dequeue and preemption, into one ring of
     /// `capacity` events per worker (32 bytes each; when a ring is full
     /// its oldest events are overwritten). A trace already running is
-    /// discarded and restarted. A capacity outside 1 ..= 2^24 is an error.
+    /// discarded and restarted. A capacity outside 1 ..= 2^24 is an error;
+    /// so is memory the allocator refuses for the rings
+    /// ([`Error::OutOfMemory`], allocated before anything changes: a trace
+    /// already running then goes on).
     ///
     /// Off (the default) it costs one relaxed load per hook. See
     /// [`Trace`](crate::Trace) and `docs/tracing.md`.

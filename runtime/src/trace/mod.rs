@@ -163,10 +163,25 @@ impl Tracer {
                 "1 ..= 16777216 events per worker",
             ));
         }
+        // Every ring's memory first: a refusal changes nothing (a running
+        // trace goes on) and is an error, not an abort.
+        let refused = || crate::Error::OutOfMemory {
+            what: "the trace rings",
+            bytes: capacity
+                .saturating_mul(EVENT_BYTES)
+                .saturating_mul(self.rings.len()),
+        };
+        let mut fresh = Vec::new();
+        fresh
+            .try_reserve_exact(self.rings.len())
+            .map_err(|_| refused())?;
+        for _ in self.rings.iter() {
+            fresh.push(Ring::try_slots(capacity).ok_or_else(refused)?);
+        }
         let mut session = self.session.lock();
         self.on.store(false, Ordering::SeqCst);
-        for r in self.rings.iter() {
-            r.reset(capacity);
+        for (r, slots) in self.rings.iter().zip(fresh) {
+            r.reset(slots);
         }
         self.external.lock().clear();
         self.names.lock().clear();

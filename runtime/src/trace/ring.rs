@@ -117,13 +117,23 @@ impl Ring {
         }
     }
 
-    /// Replaces the slots with `capacity` empty ones. Only while `on` is
-    /// false and after [`quiesce`](Ring::quiesce) (or before any start).
-    pub(crate) fn reset(&self, capacity: usize) {
+    /// `capacity` empty slots for [`reset`](Ring::reset), or `None` if the
+    /// allocator refuses them (nothing is allocated then).
+    pub(crate) fn try_slots(capacity: usize) -> Option<Box<[Event]>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(capacity).ok()?;
+        v.resize(capacity, Event::default());
+        Some(v.into_boxed_slice())
+    }
+
+    /// Replaces the slots with `slots` (from [`try_slots`](Ring::try_slots)).
+    /// Only while `on` is false and after [`quiesce`](Ring::quiesce) (or
+    /// before any start).
+    pub(crate) fn reset(&self, slots: Box<[Event]>) {
         self.quiesce();
         // SAFETY: `on` is false and no writer is active, so nobody else
         // accesses the slots (module comment).
-        unsafe { *self.slots.get() = vec![Event::default(); capacity].into_boxed_slice() };
+        unsafe { *self.slots.get() = slots };
         self.head.store(0, Ordering::Relaxed);
     }
 
@@ -181,7 +191,7 @@ mod tests {
     fn records_only_while_on_and_keeps_the_newest() {
         let on = AtomicBool::new(false);
         let r = Ring::new();
-        r.reset(3);
+        r.reset(Ring::try_slots(3).unwrap());
         r.record(&on, ev(1));
         on.store(true, Ordering::SeqCst);
         for ts in 2..=6 {
@@ -199,7 +209,7 @@ mod tests {
     fn taken_stamps_never_go_back_in_recording_order() {
         let on = AtomicBool::new(true);
         let r = Ring::new();
-        r.reset(8);
+        r.reset(Ring::try_slots(8).unwrap());
         for ts in [5, 9, 7, 12, 3] {
             r.record(&on, ev(ts));
         }
@@ -212,7 +222,7 @@ mod tests {
     fn a_stop_waits_for_the_writer_and_sees_all_it_wrote() {
         let on = std::sync::Arc::new(AtomicBool::new(true));
         let r = std::sync::Arc::new(Ring::new());
-        r.reset(1 << 16);
+        r.reset(Ring::try_slots(1 << 16).unwrap());
         let (on2, r2) = (on.clone(), r.clone());
         let writer = std::thread::spawn(move || {
             let mut ts = 0;

@@ -851,3 +851,16 @@ fn extreme_params_do_not_panic() {
         w.rq.check_invariants().unwrap();
     }
 }
+
+/// A clone of a queued entity is still marked queued: changing its nice
+/// level as if it were saved is a clear panic, not a silent change of a
+/// copy (a queued entity is reweighted through its run queue).
+#[test]
+#[should_panic(expected = "set_nice_unqueued: the entity is queued")]
+fn set_nice_unqueued_on_a_queued_entity_panics_clearly() {
+    use eevdf_rt::sched::{EnqueueFlags, Entity, Features, Params, RunQueue};
+    let mut rq: RunQueue<()> = RunQueue::new(Params::default(), Features::default());
+    let slot = rq.enqueue(Entity::new(0).unwrap(), (), EnqueueFlags::INITIAL, 0);
+    let mut copy = rq.entity(slot).clone();
+    let _ = copy.set_nice_unqueued(5);
+}

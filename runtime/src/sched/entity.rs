@@ -158,8 +158,16 @@ impl Entity {
 
     /// Changes the nice level of an entity that is not queued, scaling its
     /// saved lag so that the service lag `w·vlag` is conserved (§7.3).
+    ///
+    /// # Panics
+    /// If the entity is marked queued (for example a clone of
+    /// [`RunQueue::entity`](super::RunQueue::entity)): a queued entity
+    /// changes its nice level through [`RunQueue::reweight`](super::RunQueue::reweight).
     pub fn set_nice_unqueued(&mut self, nice: i32) -> Result<(), Error> {
-        debug_assert!(!self.queued);
+        assert!(
+            !self.queued,
+            "set_nice_unqueued: the entity is queued; use RunQueue::reweight"
+        );
         let i = nice_index(nice)?;
         self.nice = nice as i8;
         if self.policy != Policy::Idle {

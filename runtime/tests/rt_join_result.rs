@@ -14,7 +14,6 @@ mod common;
 use common::with_timeout;
 use eevdf_rt::sync::channel;
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -304,16 +303,11 @@ fn a_detached_result_that_panics_on_drop_aborts_with_a_message() {
         std::process::exit(0);
     }
     with_timeout(60, "child that aborts", || {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "a_detached_result_that_panics_on_drop_aborts_with_a_message",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD, "1")
-            .output()
-            .unwrap();
+        let out = common::run_test_in_child(
+            "a_detached_result_that_panics_on_drop_aborts_with_a_message",
+            CHILD,
+            "1",
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{err}");
         assert!(err.contains("nobody joined panicked on drop"), "{err}");

@@ -357,16 +357,11 @@ fn a_trace_the_allocator_refuses_is_an_error_and_keeps_the_running_one() {
         println!("child ok: {err}");
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "a_trace_the_allocator_refuses_is_an_error_and_keeps_the_running_one",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
+    let out = common::run_test_in_child(
+        "a_trace_the_allocator_refuses_is_an_error_and_keeps_the_running_one",
+        CHILD,
+        "1",
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

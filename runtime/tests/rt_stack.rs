@@ -8,7 +8,6 @@ mod common;
 
 use common::with_timeout;
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,11 +124,7 @@ fn child(mode: &str) {
 }
 
 fn run_child(test: &str, mode: &str) -> (Option<i32>, String) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, mode)
-        .output()
-        .unwrap();
+    let out = common::run_test_in_child(test, CHILD, mode);
     (
         out.status.signal(),
         String::from_utf8_lossy(&out.stderr).into_owned(),

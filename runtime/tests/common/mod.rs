@@ -179,3 +179,16 @@ pub fn unless_contended<T>(
     );
     None
 }
+
+/// Runs test `test` of this test binary again in a child process, alone,
+/// with the environment variable `var` set to `value` (the test sees it and
+/// plays the child's part), and returns what the child did. For tests that
+/// must abort, or change process-wide limits, without taking the test
+/// process with them.
+pub fn run_test_in_child(test: &str, var: &str, value: &str) -> std::process::Output {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(var, value)
+        .output()
+        .unwrap()
+}

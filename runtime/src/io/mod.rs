@@ -30,9 +30,11 @@
 //! both, a worker parked in its ring also polls the epoll instance through
 //! the ring (`POLL_ADD` on the epoll fd) while it holds the poller role.
 //!
-//! Measured (`scripts/hackbench-io.sh`, README "hackbench"): io_uring makes
-//! green hackbench about 1.5× faster than epoll on sockets and pipes, and
-//! turns a loss against tokio into a win of about 1.3×.
+//! Measured (`scripts/hackbench-io.sh`, README "hackbench"): io_uring made
+//! green hackbench about 1.5× faster than epoll on sockets and pipes on the
+//! Intel host of 2026-12-02; against tokio it is about level on a quiet
+//! host (the README's table has the current ratios, and docs/targets.md
+//! why the workload's system calls bound them).
 //!
 //! # The epoll driver
 //!

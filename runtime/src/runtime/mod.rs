@@ -2,8 +2,9 @@
 //! closure to completion on it, statistics, live feature switches, and
 //! shutdown.
 //!
-//! Owns: [`Runtime`] and [`Builder`], the shared state ([`shared`]), the
-//! task registry, spawning and joining, and the free functions a green
+//! Owns: [`Runtime`] and [`Builder`] (which builds the shared hub,
+//! `crate::shared`, and the task registry, `task::registry`, both of which
+//! live outside this layer), spawning and joining, and the free functions a green
 //! thread calls (`spawn`, `yield_now`, `sleep`, `preempt_point`, …, in
 //! [`api`]). Must not: contain scheduling policy or the wake protocol.
 

@@ -84,8 +84,8 @@ features! {
     /// wakelist instead of being done inline under its lock (proposed for
     /// the kernel in 2025, docs/kernel-discussions.md §1). On by default here: on the
     /// scaled schbench regression workload it gave 1.20× the requests per
-    /// second of inline delayed wakeups (median of 5 interleaved pairs,
-    /// README "Results"); neutral on schbench `-t 4 -s 0`, mixed on the
+    /// second of inline delayed wakeups (median of 5 interleaved pairs on
+    /// the Intel host of 2026-12-05, docs/features.md); neutral on schbench `-t 4 -s 0`, mixed on the
     /// `feature_ab` example (ping-pong round trips −18% to 0%).
     TtwuQueueDelayed = "TTWU_QUEUE_DELAYED", default true, source "runtime (proposed kernel switch)";
     /// Runtime's own: with TTWU_QUEUE, remote wakeups go through the
@@ -222,9 +222,10 @@ impl Default for Features {
 
 impl Features {
     /// The runtime's default set: the kernel's 6.17 defaults for every
-    /// switch the kernel has, except HRTICK, TTWU_QUEUE_DEFAULT and
-    /// TTWU_QUEUE_DELAYED, which are on here (see [`Features::kernel`]
-    /// and `docs/features.md` for why).
+    /// switch the kernel has, and seven switches on here that the kernel's
+    /// set has off or lacks: HRTICK, TTWU_QUEUE_DEFAULT, TTWU_QUEUE_DELAYED,
+    /// WA_SYNC, WA_STALE, SPAWN_LOCAL and OS_YIELD (see
+    /// [`Features::kernel`] and `docs/features.md` for why).
     pub fn new() -> Self {
         Self::default()
     }

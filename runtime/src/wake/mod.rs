@@ -1,6 +1,6 @@
 //! Waking tasks: the runtime's `try_to_wake_up`.
 //!
-//! Owns: the wake protocol of docs/architecture.md ("Waking a task") and docs/eevdf.md §11
+//! Owns: the wake protocol of docs/architecture.md ("The life of a wakeup") and docs/eevdf.md §11
 //! — serialise wakers on the task, un-delay a still-queued task in place
 //! (`ttwu_runnable`), otherwise claim it (`WAKING`), choose a worker
 //! (`placement`), and either push it on that worker's wakelist and kick it

@@ -13,12 +13,15 @@
 //!
 //! The queue is behind one lock, `Worker::lock_rq`, whose guard
 //! ([`RqGuard`]) applies every follow-up step of a change. Its owner takes
-//! it on every switch and preemption point (uncontended: one CAS). Other
-//! threads take it only for the kernel's inline paths — a remote wakeup
-//! with `NO_TTWU_QUEUE` (or to a busy worker with `NO_TTWU_QUEUE_DEFAULT`,
-//! or of a delayed task with `NO_TTWU_QUEUE_DELAYED`) — and for newidle
-//! balancing (both queues, in index order), statistics and feature
-//! changes. With the default features a remote waker never takes it: it
+//! it at every switch, local wakeup and spawn, and in a preemption point's
+//! slow path (uncontended: one CAS); a preemption point's fast path takes
+//! no lock. Other threads take it only for the kernel's inline paths — a
+//! remote wakeup with `NO_TTWU_QUEUE` (or to a busy worker with
+//! `NO_TTWU_QUEUE_DEFAULT`, or of a delayed task with
+//! `NO_TTWU_QUEUE_DELAYED`) — and for newidle balancing (both queues, in
+//! index order), a directed yield, a change of another task's nice level
+//! or slice, `Task::stats`, the hand-off's takeover, statistics and
+//! feature changes. With the default features a remote waker never takes it: it
 //! posts to the wakelist, which the owner drains.
 //!
 //! # Who runs a worker

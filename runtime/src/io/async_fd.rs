@@ -59,9 +59,19 @@ pub struct AsyncFd<T: AsRawFd> {
 impl<T: AsRawFd> AsyncFd<T> {
     /// Wraps `io` (already nonblocking). Registration with a reactor
     /// happens at the first wait, inside a green thread.
+    ///
+    /// The reactor registers a duplicate of the descriptor that the
+    /// `AsyncFd` owns (one `fcntl` at the first wait, and one descriptor
+    /// more while registered), so a `T` that closes or swaps its
+    /// descriptor early — a bare `RawFd` closed elsewhere — cannot leave a
+    /// stale epoll entry that points at freed memory; the first wait on a
+    /// descriptor that is not open fails with `EBADF`. The duplicate keeps
+    /// the open file alive until the `AsyncFd` is dropped. Operations
+    /// (`read_with`, `try_io`) act on whatever descriptor `T` gives, so an
+    /// owning `T` (a socket, an `OwnedFd`) is still the right choice.
     pub fn new(io: T) -> io::Result<Self> {
         Ok(AsyncFd {
-            inner: Source::new(io, mio::Interest::READABLE | mio::Interest::WRITABLE),
+            inner: Source::foreign(io, mio::Interest::READABLE | mio::Interest::WRITABLE),
         })
     }
 
@@ -186,5 +196,63 @@ impl<T: AsRawFd> ReadyGuard<'_, T> {
     /// The wrapped object.
     pub fn get_inner(&self) -> &T {
         self.fd.get_ref()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::AsyncFd;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+
+    /// The epoll entries of `epfd` (`tfd:` lines of its fdinfo).
+    fn epoll_entries(epfd: i32) -> usize {
+        std::fs::read_to_string(format!("/proc/self/fdinfo/{epfd}"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("tfd:"))
+            .count()
+    }
+
+    /// An `AsyncFd` over a bare descriptor number whose owner closes it
+    /// while a duplicate keeps the file open: dropping the `AsyncFd` must
+    /// still remove its epoll entry (which names the readiness record the
+    /// drop frees). Registering the number itself, the removal by that
+    /// number fails with `EBADF` and the entry stays.
+    #[test]
+    fn a_foreign_descriptor_closed_early_leaves_no_epoll_entry() {
+        let rt = crate::Builder::new()
+            .workers(1)
+            .io_driver(crate::io::IoDriver::Epoll)
+            .build()
+            .unwrap();
+        rt.block_on(|| {
+            let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+            a.set_nonblocking(true).unwrap();
+            let keep = a.try_clone().unwrap();
+            let fd = AsyncFd::new(a.as_raw_fd()).unwrap();
+            (&b).write_all(b"x").unwrap();
+            // The first wait registers.
+            drop(crate::block_on_future(fd.readable()).unwrap());
+            let sh = crate::worker::tls::current().unwrap().shared.clone();
+            let epfd = crate::io::reactor::get(&sh).unwrap().epoll_fd();
+            let registered = epoll_entries(epfd);
+            drop(a);
+            drop(fd);
+            assert_eq!(epoll_entries(epfd), registered - 1);
+            drop(keep);
+        });
+    }
+
+    /// The first wait on a number that is not open is an error, not a
+    /// registration.
+    #[test]
+    fn waiting_on_a_closed_number_is_ebadf() {
+        let rt = crate::Builder::new().workers(1).build().unwrap();
+        let err = rt.block_on(|| {
+            let fd = AsyncFd::new(1 << 20).unwrap();
+            crate::block_on_future(fd.readable()).map(drop).unwrap_err()
+        });
+        assert_eq!(err.raw_os_error(), Some(libc::EBADF));
     }
 }

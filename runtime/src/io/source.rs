@@ -35,6 +35,9 @@ pub(crate) enum Direction {
 struct Registration {
     reactor: Arc<Reactor>,
     sched: Arc<ScheduledIo>,
+    /// For a foreign descriptor ([`Source::foreign`]): the duplicate that
+    /// was registered instead of it, closed after the deregistration.
+    dup: Option<std::os::fd::OwnedFd>,
 }
 
 /// A nonblocking descriptor, registered with the reactor of the first
@@ -45,6 +48,8 @@ pub(crate) struct Source<T: AsRawFd> {
     reg: OnceLock<Registration>,
     /// Serialises the registration (epoll refuses a second `ADD`).
     init: Mutex<()>,
+    /// Register a duplicate this source owns, not `io`'s descriptor.
+    foreign: bool,
     /// io_uring path: whether reads, and writes, try the nonblocking call
     /// before the ring (`io::try_first`).
     try_first: [TryFirst; 2],
@@ -58,8 +63,25 @@ impl<T: AsRawFd> Source<T> {
             interest,
             reg: OnceLock::new(),
             init: Mutex::new(()),
+            foreign: false,
             try_first: [TryFirst::new(), TryFirst::new()],
         }
+    }
+
+    /// Wraps `io`, whose descriptor this crate does not control (a user's
+    /// type behind `AsyncFd`, maybe a bare `RawFd` that is closed, or whose
+    /// number is reused, while the source lives). The reactor's epoll
+    /// entry carries the address of the readiness record, so it must be
+    /// removed before the record is freed; a `DEL` by a number that no
+    /// longer names the registered file would fail (or remove another
+    /// file's entry) and leave events that point at freed memory. So the
+    /// source registers a duplicate of the descriptor that it owns: the
+    /// entry is keyed by that duplicate, which nothing else can close, and
+    /// it is removed through it, always, before the duplicate is closed.
+    pub(crate) fn foreign(io: T, interest: mio::Interest) -> Self {
+        let mut s = Source::new(io, interest);
+        s.foreign = true;
+        s
     }
 
     /// The wrapped descriptor.
@@ -77,8 +99,18 @@ impl<T: AsRawFd> Source<T> {
             return Ok(r);
         }
         let reactor = reactor::get_or_init(sh)?.clone();
-        let sched = reactor.register(self.io.as_raw_fd(), self.interest)?;
-        Ok(self.reg.get_or_init(|| Registration { reactor, sched }))
+        let dup = if self.foreign {
+            Some(dup_cloexec(self.io.as_raw_fd())?)
+        } else {
+            None
+        };
+        let fd = dup.as_ref().map_or(self.io.as_raw_fd(), |d| d.as_raw_fd());
+        let sched = reactor.register(fd, self.interest)?;
+        Ok(self.reg.get_or_init(|| Registration {
+            reactor,
+            sched,
+            dup,
+        }))
     }
 
     /// The registration's reactor and readiness record, if registered.
@@ -367,11 +399,30 @@ impl<T: AsRawFd> Source<T> {
     }
 }
 
+/// A close-on-exec duplicate of `fd`, or the OS error (`EBADF` for a
+/// descriptor that is not open).
+fn dup_cloexec(fd: RawFd) -> io::Result<std::os::fd::OwnedFd> {
+    // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` reads no memory; on any number it
+    // either duplicates an open descriptor or fails with EBADF.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a successful F_DUPFD_CLOEXEC returned a new descriptor that
+    // nothing else owns.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(new) })
+}
+
 impl<T: AsRawFd> Drop for Source<T> {
     fn drop(&mut self) {
         // Deregister before `io` (a field) closes the fd.
         if let Some(r) = self.reg.take() {
-            r.reactor.deregister(self.io.as_raw_fd(), r.sched);
+            let fd = r
+                .dup
+                .as_ref()
+                .map_or(self.io.as_raw_fd(), |d| d.as_raw_fd());
+            r.reactor.deregister(fd, r.sched);
+            // `r.dup`, if any, closes here, after its epoll entry is gone.
         }
     }
 }

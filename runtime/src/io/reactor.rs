@@ -424,6 +424,13 @@ impl Reactor {
                 .is_ok()
     }
 
+    /// Whether no worker holds the poller role (a parking worker's look,
+    /// after its SeqCst fence: `worker::run::release_poller_role`).
+    #[inline]
+    pub(crate) fn poller_free(&self) -> bool {
+        !self.poller.load(Ordering::Relaxed)
+    }
+
     /// The epoll instance's fd (the io_uring driver's idle park polls it
     /// through the ring while it holds the poller role).
     #[inline]

@@ -703,7 +703,7 @@ pub(crate) fn park_idle(sh: &Shared, w: &Worker, timeout: Option<Duration>) -> b
     if let Some(re) = reactor {
         if poller {
             re.dispatch_now();
-            re.release_poller();
+            crate::worker::run::release_poller_role(sh, w, re);
         } else if reactor_ready {
             // A poll armed while this worker held the poller role, which
             // another worker holds now: that one collects the events. Never

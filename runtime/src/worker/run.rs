@@ -621,11 +621,27 @@ fn park_in_reactor(sh: &Shared, w: &Worker, r: &crate::io::reactor::Reactor) {
         );
     }
     w.idle().unpark_reactor();
+    release_poller_role(sh, w, r);
+}
+
+/// The poller `w` leaves its park to run tasks: it gives up the reactor's
+/// poller role and, if anything is registered with the reactor, kicks one
+/// worker parked without the role (on its futex or in its ring). That
+/// worker finds nothing to run, parks again and takes the role, so
+/// readiness keeps waking a thread directly instead of waiting for this
+/// worker's paced busy polls — which never come while it runs a task
+/// without preemption points. Both park paths (the epoll one above and the
+/// io_uring one, `io::uring::park_idle`) end this way.
+///
+/// A worker about to park without the role may miss this kick: it saw the
+/// role held, and announces `PARKED` only after this scan. So each side
+/// writes, then (after a SeqCst fence) reads the other's word — the role
+/// here, the idle word in [`park_on_futex`] and the ring's park — and at
+/// least one of them sees the other: either this scan finds `PARKED`, or
+/// the parker finds the role free and does not sleep without it.
+pub(crate) fn release_poller_role(sh: &Shared, w: &Worker, r: &crate::io::reactor::Reactor) {
     r.release_poller();
-    // This worker is about to run tasks: hand the poller role to a worker
-    // sleeping on its futex, so readiness keeps waking a thread directly
-    // (it idles again and parks in the reactor) instead of waiting for
-    // this worker's paced busy polls.
+    std::sync::atomic::fence(Ordering::SeqCst);
     if r.has_registrations() {
         if let Some(o) = sh
             .workers
@@ -639,11 +655,17 @@ fn park_in_reactor(sh: &Shared, w: &Worker, r: &crate::io::reactor::Reactor) {
     }
 }
 
-/// Parks on the worker's futex (the original park path, unchanged).
+/// Parks on the worker's futex. A worker that found the reactor's poller
+/// role taken does not sleep here if the role has been given up since and
+/// something is registered: it goes round again and takes the role (the
+/// other half of [`release_poller_role`]'s argument).
 fn park_on_futex(sh: &Shared, w: &Worker) {
+    // Announces PARKED, then a SeqCst fence (worker::idle).
     w.idle().prepare_park();
+    let poller_wanted =
+        crate::io::reactor::get(sh).is_some_and(|r| r.has_registrations() && r.poller_free());
     // Re-check every work source after announcing PARKED (worker::idle).
-    if !(w.has_pending_work() || sh.is_shutdown()) {
+    if !(poller_wanted || w.has_pending_work() || sh.is_shutdown()) {
         w.stats.inc(Counter::parks);
         w.idle().park(park_timeout(w));
     } else {

@@ -4,6 +4,7 @@
 use eevdf_rt::net::{UnixListener, UnixStream};
 use std::io::{ErrorKind, Read, Write};
 use std::net::Shutdown;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 fn rt(workers: usize) -> eevdf_rt::Runtime {
@@ -212,4 +213,97 @@ fn park_paths_do_not_lose_wakeups() {
     done_rx
         .recv_timeout(Duration::from_secs(25))
         .expect("ping-pong failed, or stalled (a lost wakeup)");
+}
+
+/// A future whose waker, when called, records the moment before it wakes
+/// the green thread (which may not run yet: its worker may be busy).
+struct StampWake {
+    inner: std::task::Waker,
+    at: std::sync::Arc<std::sync::Mutex<Option<Instant>>>,
+}
+
+impl std::task::Wake for StampWake {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.at.lock().unwrap().get_or_insert_with(Instant::now);
+        self.inner.wake_by_ref();
+    }
+}
+
+/// The worker that holds the reactor's poller role (it parked last, after
+/// a readiness waiter registered there) is woken to run a green thread
+/// that loops without preemption points. It must hand the role to the
+/// other, parked worker, so that readiness still reaches its waiter at
+/// once: the waker must be called long before the loop ends. Under
+/// io_uring the ring's park once gave the role up without kicking
+/// anybody, and the waker was called only when the loop ended.
+#[test]
+fn readiness_is_noticed_while_the_poller_runs_a_loop_without_preemption_points() {
+    const SPIN: Duration = Duration::from_millis(1500);
+    let rt = rt(2);
+    // Under io_uring, give each worker its ring (made at the first
+    // operation that waits there): a worker with a ring parks in it.
+    for worker in 0..2 {
+        let (mut r, mut w) = eevdf_rt::io::pipe().unwrap();
+        let reader = eevdf_rt::task::Builder::new()
+            .pin(worker)
+            .spawn_on(&rt, move || r.read_exact(&mut [0u8; 1]).unwrap())
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        w.write_all(b"x").unwrap();
+        reader.join().unwrap();
+    }
+    for worker in 0..2 {
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let at = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let at2 = at.clone();
+        // The waiter registers with the reactor on `worker`, then blocks
+        // there; `worker` parks after it and so takes the poller role.
+        let waiter = eevdf_rt::task::Builder::new()
+            .pin(worker)
+            .spawn_on(&rt, move || {
+                let a = eevdf_rt::io::AsyncFd::new(a).unwrap();
+                let mut buf = [0u8; 1];
+                let mut read = Box::pin(a.read_with(|s| (&*s).read(&mut buf)));
+                let n = eevdf_rt::block_on_future(std::future::poll_fn(|cx| {
+                    let w = std::task::Waker::from(std::sync::Arc::new(StampWake {
+                        inner: cx.waker().clone(),
+                        at: at2.clone(),
+                    }));
+                    read.as_mut().poll(&mut std::task::Context::from_waker(&w))
+                }))
+                .unwrap();
+                assert_eq!(n, 1);
+            })
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let spinner = eevdf_rt::task::Builder::new()
+            .pin(worker)
+            .spawn_on(&rt, move || {
+                let t = Instant::now();
+                while t.elapsed() < SPIN {
+                    std::hint::spin_loop();
+                }
+            })
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let written = Instant::now();
+        b.write_all(b"x").unwrap();
+        let deadline = written + SPIN;
+        while at.lock().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let woke = at.lock().unwrap().map(|t| t.saturating_duration_since(written));
+        spinner.join().unwrap();
+        waiter.join().unwrap();
+        let woke = woke.expect("the waker was not called while the worker spun");
+        assert!(
+            woke < Duration::from_millis(500),
+            "worker {worker}: the waker was called {woke:?} after the write, \
+             while a loop without preemption points ran for {SPIN:?}"
+        );
+    }
 }

@@ -67,7 +67,14 @@
 //!   its record (on its own ring, or through the owning worker's remote
 //!   queue plus a kick if it now runs elsewhere) and parks again, without a
 //!   deadline, until the original CQE arrives (`-ECANCELED`, or the result,
-//!   which is then returned: no data is lost).
+//!   which is then returned: no data is lost). One case waits longer: if
+//!   the thread whose ring holds the operation was handed off while stuck
+//!   (`worker::handoff`), only that thread can reap the ring, so the
+//!   timeout takes effect when it comes back and cancels everything on it
+//!   (measured: a 150 ms read timeout answered after the 2 s blocking call
+//!   of another green thread ended). The epoll driver has no such wait; a
+//!   deadline that holds here would need the buffer to move into a record
+//!   the ring owns, so that the green thread could leave the operation.
 //! * **Shutdown.** `Runtime::shutdown` joins the worker threads before it
 //!   force-unwinds parked green threads. A worker thread's ring is dropped
 //!   with the thread's locals, and its `Drop` cancels everything in flight
@@ -301,7 +308,25 @@ impl WorkerRing {
             return;
         }
         remote.pending.store(false, Ordering::SeqCst);
-        let list = std::mem::take(&mut *remote.cancels.lock());
+        let mut cancels = remote.cancels.lock();
+        // A preemption point runs this from a green thread, and the
+        // hand-off monitor may take the worker from this thread between
+        // that point's ownership check and here. The cancels may then be
+        // for operations the new owner submitted on its own ring: leave
+        // them to it (it is kicked, and takes them at its next look), or
+        // they would be pushed on this ring, where they match nothing, and
+        // a timed-out read would wait for a completion nobody asked for.
+        // The load sees a takeover that came before any listed cancel: a
+        // cancel is pushed under this lock by a green thread whose
+        // operation went to the new owner's ring after the takeover.
+        if sh.workers[self.worker].own.load() != tls::own() {
+            drop(cancels);
+            remote.pending.store(true, Ordering::SeqCst);
+            sh.workers[self.worker].idle().kick();
+            return;
+        }
+        let list = std::mem::take(&mut *cancels);
+        drop(cancels);
         for ud in list {
             self.push_cancel(ud);
         }

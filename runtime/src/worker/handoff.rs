@@ -156,7 +156,9 @@
 //! ring of the worker they run on next (a cancelled network operation has
 //! transferred nothing). Operations on the ring of a thread that is stuck
 //! complete when it comes back: with `SINGLE_ISSUER`/`DEFER_TASKRUN` only
-//! that thread can reap them.
+//! that thread can reap them. Their timeouts wait for it too, and a green
+//! thread whose operation is on that ring cannot help the stuck call end
+//! (the README's Limits say so to users).
 
 use super::{tls, Worker, RECHECK};
 use crate::context::{Resumed, Switch};

@@ -172,3 +172,50 @@ fn shutdown_does_not_wait_for_blocking_jobs() {
         assert!(rt.try_spawn_blocking(|| ()).is_err());
     });
 }
+
+/// A queued job whose captured value panics when the cancelled job is
+/// dropped must not stop the shutdown halfway: the other queued job is
+/// still cancelled, and a parked green thread is still unwound (its joiner
+/// gets `Cancelled` instead of waiting forever).
+#[test]
+fn a_cancelled_job_that_panics_when_dropped_does_not_stop_shutdown() {
+    struct PanicOnDrop;
+    impl Drop for PanicOnDrop {
+        fn drop(&mut self) {
+            panic!("PanicOnDrop dropped");
+        }
+    }
+    with_timeout(60, "shutdown with a panicking drop", || {
+        let rt = eevdf_rt::Builder::new()
+            .workers(1)
+            .max_blocking_threads(1)
+            .build()
+            .unwrap();
+        let started = Arc::new(AtomicUsize::new(0));
+        let s = started.clone();
+        let running = rt.spawn_blocking(move || {
+            s.store(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        let bomb = PanicOnDrop;
+        let panics = rt.spawn_blocking(move || drop(bomb));
+        let queued = rt.spawn_blocking(|| "never");
+        let parked = rt.spawn(|| loop {
+            eevdf_rt::park();
+        });
+        while started.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        rt.shutdown();
+        for h in [
+            panics.join().unwrap_err(),
+            queued.join().map(drop).unwrap_err(),
+        ] {
+            assert!(h.downcast_ref::<eevdf_rt::Cancelled>().is_some());
+        }
+        let e = parked.join().unwrap_err();
+        assert!(e.downcast_ref::<eevdf_rt::Cancelled>().is_some());
+        running.join().unwrap();
+    });
+}

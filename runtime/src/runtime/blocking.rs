@@ -20,7 +20,9 @@
 //!
 //! [`Runtime::shutdown`](crate::Runtime::shutdown) does not wait for
 //! blocking jobs: jobs still queued are dropped (their joiners get
-//! `Err(`[`Cancelled`](crate::Cancelled)`)`), jobs already running keep
+//! `Err(`[`Cancelled`](crate::Cancelled)`)`; a panic while one is dropped
+//! is caught, so it stops neither the others nor the shutdown), jobs
+//! already running keep
 //! their threads until they return (an OS thread cannot be interrupted)
 //! and still deliver their results to their joiners, and idle threads
 //! exit at once.
@@ -132,16 +134,22 @@ impl BlockingPool {
             let mut st = self.state.lock();
             st.threads -= 1;
             if st.threads == 0 {
-                // Nobody will ever run it: give the job back (the caller's
-                // handle reports the error, the job is dropped here).
-                let job = st.queue.pop_back();
+                // No thread will run what is queued: this job (its caller
+                // gets the error) and any that other callers queued behind
+                // it, counting on the thread this one had reserved. Those
+                // are cancelled (their joiners get `Cancelled`) rather than
+                // left to wait for a thread that no later submission may
+                // start. (Taking only the last job, as before, could take
+                // another caller's and leave this one queued.)
+                let queued: Vec<Job> = st.queue.drain(..).collect();
                 drop(st);
-                drop(job);
+                drop_unrun(queued);
                 return Err(io::Error::new(
                     e.kind(),
                     format!("spawn_blocking: starting a pool thread: {e}"),
                 ));
             }
+            // A running thread takes the job when it is free.
         }
         Ok(())
     }
@@ -180,12 +188,21 @@ impl BlockingPool {
             st.queue.drain(..).collect()
         };
         self.work.notify_all();
-        drop(dropped);
+        drop_unrun(dropped);
     }
 
     /// Threads alive now (for tests and diagnostics).
     pub(crate) fn threads(&self) -> usize {
         self.state.lock().threads
+    }
+}
+
+/// Drops jobs that will never run (their joiners get `Cancelled`), each on
+/// its own: a closure whose captured values panic when dropped must not
+/// stop the others, or the shutdown that drops them.
+fn drop_unrun(jobs: Vec<Job>) {
+    for job in jobs {
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(job)));
     }
 }
 

@@ -177,3 +177,40 @@ fn shutdown_stops_a_lone_yield_or_preemption_point_loop() {
         }
     });
 }
+
+/// Dropping runtime A from a green thread of runtime B unwinds A's green
+/// threads on B's worker thread: afterwards the green thread of B is still
+/// one (it can spawn and join), and a destructor of A's green thread that
+/// wakes another (a channel send) does not act on B's worker.
+#[test]
+fn dropping_a_runtime_inside_another_runtimes_green_thread_leaves_it_intact() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    with_timeout(60, "drop inside another runtime", || {
+        let b = eevdf_rt::Builder::new().workers(1).build().unwrap();
+        let (in_green, spawned) = b.block_on(|| {
+            let a = eevdf_rt::Builder::new().workers(1).build().unwrap();
+            let (tx, rx) = eevdf_rt::sync::channel::bounded::<u32>(1);
+            struct SendOnDrop(eevdf_rt::sync::channel::Sender<u32>);
+            impl Drop for SendOnDrop {
+                fn drop(&mut self) {
+                    let _ = self.0.try_send(1);
+                }
+            }
+            let _waiter = a.spawn(move || rx.recv());
+            let _parked = a.spawn(move || {
+                let _g = SendOnDrop(tx);
+                loop {
+                    eevdf_rt::park();
+                }
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            drop(a);
+            (
+                eevdf_rt::in_green_thread(),
+                eevdf_rt::spawn(|| 5).join().unwrap(),
+            )
+        });
+        assert!(in_green, "the green thread of B lost its identity");
+        assert_eq!(spawned, 5);
+    });
+}

@@ -372,6 +372,10 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
     // while the workers' first threads were joined).
     crate::worker::handoff::join_threads(&sh);
     // Every worker has stopped: nothing else can resume a context now.
+    // This thread may be a worker of another runtime, or run one of its
+    // green threads: the destructors below must not see that worker or
+    // task as theirs (tls::suspend), and it gets both back afterwards.
+    let saved = tls::suspend();
     let tasks = sh.registry.drain();
     for t in &tasks {
         let _g = t.st.lock_wake();
@@ -391,6 +395,7 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
         }
     }
     drop(tasks);
+    tls::resume(saved);
     // The queues are replaced with empty ones below: the room made for
     // the old ones is gone (a spawn that raced with shutdown finds none).
     sh.room.forget();

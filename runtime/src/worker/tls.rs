@@ -59,6 +59,35 @@ pub(crate) fn leave_worker() {
     WORKER.with(|w| w.set((ptr::null(), 0)));
 }
 
+/// This thread's worker mark and ownership value, saved by [`suspend`].
+pub(crate) struct Saved {
+    worker: (*const Shared, usize),
+    own: u64,
+    current: *const crate::task::Tcb,
+}
+
+/// Clears this thread's worker mark, ownership value and current task, and
+/// returns them for [`resume`]. For code that runs another runtime's green
+/// threads' destructors on this thread (a runtime's shutdown, called from a
+/// green thread or a worker of another runtime): its preemption points and
+/// wakeups must not act on this thread's own worker or task.
+pub(crate) fn suspend() -> Saved {
+    let saved = Saved {
+        worker: WORKER.with(|w| w.replace((ptr::null(), 0))),
+        own: OWN.with(|o| o.replace(0)),
+        current: current().map_or(ptr::null(), |t| t as *const crate::task::Tcb),
+    };
+    set_current(ptr::null());
+    saved
+}
+
+/// Puts back what [`suspend`] cleared.
+pub(crate) fn resume(saved: Saved) {
+    WORKER.with(|w| w.set(saved.worker));
+    OWN.with(|o| o.set(saved.own));
+    set_current(saved.current);
+}
+
 /// The runtime and worker index this OS thread serves, if it is a worker.
 #[inline(never)]
 pub(crate) fn worker() -> Option<(&'static Shared, usize)> {

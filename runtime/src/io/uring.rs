@@ -663,10 +663,20 @@ pub(crate) fn idle_poll(sh: &Shared) -> bool {
 
 /// Hook of the worker loop, in place of its futex park: parks in this
 /// worker's ring until a completion, a kick (the futex op on the idle
-/// word) or `timeout` (module docs: "The idle park"). Returns `false`,
-/// doing nothing, if this worker has no ring (the caller parks as usual).
+/// word) or the timeout `timeout()` gives (module docs: "The idle park").
+/// Returns `false`, doing nothing, if this worker has no ring (the caller
+/// parks as usual).
+///
+/// `timeout` is evaluated after the worker has announced `PARKED`: a timer
+/// another thread arms on this worker (`worker::handoff`) stores its time,
+/// then kicks; a kick that came before the announcement finds the worker
+/// polling and does nothing, so the time must be read after it.
 #[cfg(not(loom))]
-pub(crate) fn park_idle(sh: &Shared, w: &Worker, timeout: Option<Duration>) -> bool {
+pub(crate) fn park_idle(
+    sh: &Shared,
+    w: &Worker,
+    timeout: impl FnOnce() -> Option<Duration>,
+) -> bool {
     if sh.uring.is_none() {
         return false;
     }
@@ -715,7 +725,7 @@ pub(crate) fn park_idle(sh: &Shared, w: &Worker, timeout: Option<Duration>) -> b
                 }
             }
             w.stats.inc(Counter::parks);
-            r.enter(1, timeout);
+            r.enter(1, timeout());
         } else {
             r.enter(0, None);
         }
@@ -743,7 +753,11 @@ pub(crate) fn park_idle(sh: &Shared, w: &Worker, timeout: Option<Duration>) -> b
 
 /// Loom builds have no rings.
 #[cfg(loom)]
-pub(crate) fn park_idle(_sh: &Shared, _w: &Worker, _timeout: Option<Duration>) -> bool {
+pub(crate) fn park_idle(
+    _sh: &Shared,
+    _w: &Worker,
+    _timeout: impl FnOnce() -> Option<Duration>,
+) -> bool {
     false
 }
 

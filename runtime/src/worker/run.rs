@@ -580,7 +580,7 @@ fn go_idle(sh: &Shared, w: &Worker, local: &mut Local) {
             in_mask = true;
         }
         // I/O hook (io_uring driver): a worker with a ring parks in it.
-        if crate::io::uring::park_idle(sh, w, park_timeout(w)) {
+        if crate::io::uring::park_idle(sh, w, || park_timeout(w)) {
             // Parked and back (io::uring).
         } else if let Some(r) = reactor.filter(|r| r.try_claim_poller()) {
             // I/O: one idle worker parks in the reactor instead of its futex.

@@ -128,9 +128,27 @@ impl GreenContext {
     }
 
     /// Unwinds a suspended green thread's stack, running its destructors
-    /// (shutdown). Panics in destructors propagate.
+    /// (a never-started body is dropped without running). Panics in
+    /// destructors propagate. A destructor must not suspend: corosensei
+    /// then panics inside it, which aborts the process — so shutdown uses
+    /// this only for contexts that never started, and resumes the others
+    /// so that they unwind themselves (`runtime::shutdown`).
     pub(crate) fn force_unwind(&mut self) {
         self.co.force_unwind();
+    }
+
+    /// Whether the green thread has run at all (a context that has not
+    /// runs its body's first instruction at its first resume).
+    pub(crate) fn started(&self) -> bool {
+        self.co.started()
+    }
+
+    /// Gives up a suspended context for good, without unwinding it: its
+    /// stack stays mapped and its destructors never run (dropping it would
+    /// force an unwind, which aborts if a destructor suspends). For the
+    /// green threads shutdown could not unwind in time.
+    pub(crate) fn leak(self) {
+        std::mem::forget(self);
     }
 
     /// The stack of a finished context, for reuse.

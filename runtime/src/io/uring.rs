@@ -76,7 +76,7 @@
 //!   deadline that holds here would need the buffer to move into a record
 //!   the ring owns, so that the green thread could leave the operation.
 //! * **Shutdown.** `Runtime::shutdown` joins the worker threads before it
-//!   force-unwinds parked green threads. A worker thread's ring is dropped
+//!   unwinds parked green threads. A worker thread's ring is dropped
 //!   with the thread's locals, and its `Drop` cancels everything in flight
 //!   (`ASYNC_CANCEL` with `ANY`) and reaps until the last operation's CQE
 //!   has arrived, writing into records whose stacks are still alive. Only

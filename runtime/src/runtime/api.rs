@@ -28,7 +28,10 @@ use std::time::{Duration, Instant};
 /// Outside the runtime — on an OS thread that is neither a green thread
 /// nor one of its pool threads (like `tokio::spawn` outside a runtime; use
 /// [`Runtime::spawn`](crate::Runtime::spawn) there) — or if the runtime is
-/// shut down.
+/// shut down. One exception: in a destructor that runs while shutdown
+/// unwinds the calling green thread, where a panic would abort the process,
+/// the closure is dropped unrun and the handle's join reports
+/// [`Cancelled`](crate::Cancelled).
 ///
 /// ```
 /// let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
@@ -48,6 +51,13 @@ where
     };
     let h = match spawn::spawn_green(&sh, SpawnOpts::default_opts(), f) {
         Ok(h) => h,
+        // A destructor of a green thread that shutdown is unwinding: a
+        // panic here would abort the process (a panic in a destructor
+        // during unwinding), so the spawn is refused quietly instead. The
+        // closure was dropped unrun; the handle's join reports `Cancelled`.
+        Err(_) if tls::current().is_some_and(|t| t.cancelled.load(Ordering::Relaxed)) => {
+            return JoinHandle::cancelled();
+        }
         Err(e) => panic!("eevdf_rt::spawn: {e}"),
     };
     h

@@ -349,7 +349,7 @@ impl PacketRef {
 }
 
 /// Delivers the green thread's result exactly once: by [`complete`](Self::complete),
-/// or `Err(Cancelled)` when dropped without it (forced unwind at shutdown).
+/// or `Err(Cancelled)` when dropped without it (the unwinding of a green thread at shutdown).
 ///
 /// For a green thread it holds a reference to the thread's own task block,
 /// from the spawn until the body finishes or is unwound. That is no leak:
@@ -444,6 +444,15 @@ impl<T: Send> JoinHandle<T> {
             packet: guard.packet.clone().expect("a new guard holds its packet"),
             _result: PhantomData,
         }
+    }
+
+    /// A handle whose join reports [`Cancelled`] at once, for a thread that
+    /// will never run (a spawn refused while shutdown unwinds the caller).
+    pub(crate) fn cancelled() -> Self {
+        let guard = PacketGuard::new(PacketRef::standalone());
+        let handle = JoinHandle::new(&guard);
+        drop(guard);
+        handle
     }
 
     /// [`JoinHandle::new`] with a reference to the packet that the caller

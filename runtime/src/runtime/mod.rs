@@ -382,18 +382,7 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
         t.cancelled.store(true, Ordering::Relaxed);
         t.st.set_state(DEAD);
     }
-    for t in &tasks {
-        // SAFETY: all workers are joined, so no thread can be resuming this
-        // context; the registry gave us the task exclusively.
-        let ctx = unsafe { t.context_mut() }.take();
-        if let Some(mut ctx) = ctx {
-            tls::set_current(TaskRef::as_ptr(t));
-            // A destructor that panics must not stop the cleanup of the rest.
-            let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
-            tls::set_current(std::ptr::null());
-            drop(ctx);
-        }
-    }
+    unwind_green_threads(&tasks);
     drop(tasks);
     tls::resume(saved);
     // The queues are replaced with empty ones below: the room made for
@@ -421,6 +410,86 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
     // reactor's retired records and make later waits on it fail fast.
     if let Some(r) = crate::io::reactor::get(&sh) {
         r.shutdown();
+    }
+}
+
+/// How long shutdown keeps resuming green threads whose destructors block
+/// (see [`unwind_green_threads`]) before it gives up on them.
+const UNWIND_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Unwinds the green threads shutdown drained, on the calling thread (all
+/// workers are joined, so no other thread can resume a context now).
+///
+/// # Unwinding the green threads
+///
+/// A context that never started is dropped without running its body. A
+/// started one is resumed as its worker would resume it, with the task
+/// marked `cancelled`: its switch returns into
+/// `task::resumed_by_shutdown`, which raises a panic with a
+/// [`Cancelled`](crate::Cancelled) payload, and the green thread unwinds
+/// itself, running its destructors; its joiners get `Cancelled`. A
+/// destructor may block (join a child, take a lock, sleep, send on a full
+/// channel): it then switches out, back here, and the green threads are
+/// resumed in turns — a child unwound in a later turn completes the join
+/// its parent waits for — until all have finished. A destructor that
+/// waits for something no green thread will ever do would keep shutdown
+/// here for good: after [`UNWIND_LIMIT`] the rest are left as they are
+/// (their stacks stay mapped, their remaining destructors never run) and a
+/// message says how many. (A forced unwind, corosensei's, aborts the
+/// process when a destructor suspends: it is used only for contexts that
+/// never started.)
+fn unwind_green_threads(tasks: &[TaskRef]) {
+    let mut turn: Vec<(&TaskRef, crate::context::GreenContext)> = Vec::new();
+    for t in tasks {
+        // SAFETY: all workers are joined, so no thread can be resuming this
+        // context; the registry gave us the task exclusively.
+        let Some(mut ctx) = unsafe { t.context_mut() }.take() else {
+            continue;
+        };
+        if ctx.started() {
+            turn.push((t, ctx));
+        } else {
+            // A captured value whose destructor panics must not stop the
+            // cleanup of the rest.
+            let _ = catch_unwind(AssertUnwindSafe(|| ctx.force_unwind()));
+        }
+    }
+    let start = std::time::Instant::now();
+    while !turn.is_empty() {
+        let mut blocked = Vec::new();
+        for (t, mut ctx) in turn {
+            {
+                // A destructor's wait set it blocked; make it dead again
+                // for wakers (a wake of a dead task does nothing).
+                let _g = t.st.lock_wake();
+                t.st.set_state(DEAD);
+            }
+            tls::set_current(TaskRef::as_ptr(t));
+            // The cancellation's panic (or one from a destructor) leaves
+            // the coroutine through this resume once the body is unwound.
+            let r = catch_unwind(AssertUnwindSafe(|| ctx.resume()));
+            tls::set_current(std::ptr::null());
+            match r {
+                Ok(crate::context::Resumed::Switched(_)) => blocked.push((t, ctx)),
+                Ok(crate::context::Resumed::Finished) | Err(_) => drop(ctx),
+            }
+        }
+        if !blocked.is_empty() && start.elapsed() >= UNWIND_LIMIT {
+            eprintln!(
+                "eevdf-rt: shutdown gave up on {} green thread(s) whose destructors \
+                 still wait after {UNWIND_LIMIT:?}; their stacks stay mapped",
+                blocked.len()
+            );
+            for (_, ctx) in blocked {
+                ctx.leak();
+            }
+            break;
+        }
+        turn = blocked;
+        if !turn.is_empty() {
+            // Whatever the waits need may come from another OS thread.
+            std::thread::yield_now();
+        }
     }
 }
 

@@ -242,7 +242,7 @@ where
         };
         let result = catch_unwind(AssertUnwindSafe(f));
         if let Err(payload) = result {
-            // A forced unwind (shutdown) must keep unwinding to the
+            // Shutdown's cancellation (runtime::shutdown) keeps unwinding to the
             // coroutine's root; the guard then reports `Cancelled`.
             if tls::current().is_some_and(|t| t.cancelled.load(Ordering::Relaxed)) {
                 resume_unwind(payload);

@@ -155,7 +155,7 @@ impl<const N: usize> FutexTable<N> {
         let node = Node::new(key, None);
         // Whoever unlinks the node gives its count back: a waker does it
         // under the lock; if we unlinked it ourselves (timeout, or the
-        // forced unwind of a parked green thread at shutdown), this guard.
+        // unwinding of a parked green thread at shutdown), this guard.
         let _uncount = Uncount {
             waiters: &b.waiters,
             node: &node,

@@ -285,8 +285,8 @@ impl<T> List<T> {
 }
 
 /// Unlinks a node on the way out of [`block`] if nobody else did: the
-/// unwinding path (a panic in `before_park`, or the forced unwind of a
-/// parked green thread at runtime shutdown).
+/// unwinding path (a panic in `before_park`, or the unwinding of a parked
+/// green thread at runtime shutdown).
 struct Unlinker<'a, S, T> {
     lock: &'a Lock<S>,
     list: fn(&mut S) -> &mut List<T>,

@@ -96,5 +96,25 @@ pub(crate) unsafe fn switch_out_of(me: &Tcb, why: Switch) {
     // SAFETY: `me` is `tls::current()` (the caller's contract), which is
     // only set while `me` runs on this very stack (the worker sets it
     // around the resume), so we are on `me`'s context.
-    unsafe { me.suspend.suspend(why) }
+    unsafe { me.suspend.suspend(why) };
+    if me.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
+        resumed_by_shutdown(me);
+    }
+}
+
+/// The green thread `me` was resumed by its runtime's shutdown, which
+/// unwinds it (`runtime::shutdown`, "Unwinding the green threads"). The
+/// first such resume raises the cancellation: a panic with a
+/// [`Cancelled`](crate::Cancelled) payload, which runs the thread's
+/// destructors as it unwinds. A destructor that then blocks (a join, a
+/// lock, a sleep, a channel) switches out like any wait, and shutdown
+/// resumes it again after giving the others a turn: those later resumes
+/// return here as spurious wakeups, and the wait re-checks its condition.
+#[cold]
+#[inline(never)]
+fn resumed_by_shutdown(me: &Tcb) {
+    use std::sync::atomic::Ordering::Relaxed;
+    if !me.unwinding.swap(true, Relaxed) {
+        std::panic::resume_unwind(Box::new(crate::Cancelled));
+    }
 }

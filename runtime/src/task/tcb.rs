@@ -75,8 +75,12 @@ pub(crate) struct Tcb {
     pub(crate) activation: AtomicU8,
     /// The `park`/`unpark` token (like `std::thread::park`).
     pub(crate) unpark_token: AtomicBool,
-    /// A forced unwind (shutdown) is in progress: panics must propagate.
+    /// Shutdown is unwinding this green thread (`runtime::shutdown`): its
+    /// next resume raises the cancellation, and panics must propagate.
     pub(crate) cancelled: AtomicBool,
+    /// The cancellation has been raised: later resumes (shutdown resumes a
+    /// green thread whose destructor blocked) return as spurious wakeups.
+    pub(crate) unwinding: AtomicBool,
     nice: AtomicI8,
     /// Non-zero while the task runs on an OS thread its worker was taken
     /// from (`worker::handoff`): the mark of that takeover.
@@ -172,6 +176,7 @@ impl Tcb {
             timer_seq: AtomicU64::new(0),
             unpark_token: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
+            unwinding: AtomicBool::new(false),
             handed_off: AtomicU32::new(0),
             reg_key: AtomicU64::new(u64::MAX),
             acct: Acct::default(),

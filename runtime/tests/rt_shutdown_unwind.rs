@@ -1,0 +1,174 @@
+//! Shutdown unwinds green threads whose destructors block: a destructor
+//! that sleeps, joins a child, waits for a lock or spawns runs to its end
+//! instead of aborting the process, and one that waits for good delays
+//! shutdown by a bounded time only.
+
+mod common;
+
+use common::with_timeout;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn rt(workers: usize) -> eevdf_rt::Runtime {
+    eevdf_rt::Builder::new().workers(workers).build().unwrap()
+}
+
+/// Parks the calling green thread for good.
+fn park_forever() -> ! {
+    loop {
+        eevdf_rt::park();
+    }
+}
+
+fn is_cancelled<T: std::fmt::Debug>(r: std::thread::Result<T>) -> bool {
+    r.err()
+        .is_some_and(|p| p.downcast_ref::<eevdf_rt::Cancelled>().is_some())
+}
+
+/// Runs `f` when dropped.
+struct OnDrop<F: FnMut()>(F);
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+/// A destructor that sleeps, one that takes a contended lock, and one that
+/// yields, all while shutdown unwinds their green threads: each runs to
+/// its end (a forced unwind aborted the process at the first of them).
+#[test]
+fn destructors_that_sleep_lock_or_yield_during_shutdown_complete() {
+    with_timeout(60, "blocking destructors", || {
+        let rt = rt(2);
+        let done = Arc::new(AtomicUsize::new(0));
+        let lock = Arc::new(eevdf_rt::sync::Mutex::new(0u32));
+        let mut handles = Vec::new();
+        for i in 0..6 {
+            let (done, lock) = (done.clone(), lock.clone());
+            handles.push(rt.spawn(move || {
+                let _g = OnDrop(move || {
+                    match i % 3 {
+                        0 => eevdf_rt::sleep(Duration::from_millis(2)),
+                        1 => *lock.lock() += 1,
+                        _ => eevdf_rt::yield_now(),
+                    }
+                    done.fetch_add(1, Ordering::SeqCst);
+                });
+                park_forever()
+            }));
+        }
+        // One green thread holds the lock while it is unwound: the lock's
+        // destructor-takers wait for its guard to drop.
+        let lock2 = lock.clone();
+        let holder = rt.spawn(move || {
+            let _held = lock2.lock();
+            park_forever()
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        rt.shutdown();
+        assert_eq!(
+            done.load(Ordering::SeqCst),
+            6,
+            "every destructor ran to its end"
+        );
+        assert_eq!(*lock.lock(), 2);
+        assert!(is_cancelled(holder.join()));
+        for h in handles {
+            assert!(is_cancelled(h.join()));
+        }
+        assert_eq!(rt.live_tasks(), 0);
+    });
+}
+
+/// A scope guard that joins a child green thread when dropped, with both
+/// parked at shutdown: a parent unwound before its child waits in the
+/// join, and the child's unwinding in a later turn ends that wait.
+#[test]
+fn a_destructor_that_joins_a_child_during_shutdown_completes() {
+    with_timeout(60, "join in drop", || {
+        let rt = rt(2);
+        let joined = Arc::new(AtomicUsize::new(0));
+        let mut parents = Vec::new();
+        for _ in 0..50 {
+            let joined = joined.clone();
+            parents.push(rt.spawn(move || {
+                let mut kid = Some(eevdf_rt::spawn(|| park_forever()));
+                let _g = OnDrop(move || {
+                    if is_cancelled(kid.take().unwrap().join()) {
+                        joined.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+                park_forever()
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        rt.shutdown();
+        assert_eq!(joined.load(Ordering::SeqCst), 50);
+        for h in parents {
+            assert!(is_cancelled(h.join()));
+        }
+        assert_eq!(rt.live_tasks(), 0);
+    });
+}
+
+/// `eevdf_rt::spawn` in a destructor during shutdown does not panic (which
+/// would abort): its handle reports `Cancelled`, and the closure never runs.
+#[test]
+fn a_spawn_in_a_destructor_during_shutdown_is_cancelled_not_a_panic() {
+    with_timeout(60, "spawn in drop", || {
+        let rt = rt(1);
+        let outcome = Arc::new(AtomicUsize::new(0));
+        let o = outcome.clone();
+        let h = rt.spawn(move || {
+            let _g = OnDrop(move || {
+                let ran = Arc::new(AtomicUsize::new(0));
+                let r = ran.clone();
+                let child = eevdf_rt::spawn(move || r.fetch_add(1, Ordering::SeqCst));
+                if is_cancelled(child.join()) && ran.load(Ordering::SeqCst) == 0 {
+                    o.store(1, Ordering::SeqCst);
+                }
+            });
+            park_forever()
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        rt.shutdown();
+        assert_eq!(outcome.load(Ordering::SeqCst), 1);
+        assert!(is_cancelled(h.join()));
+    });
+}
+
+/// A destructor that waits for something nothing will ever do holds
+/// shutdown for a bounded time only; the other green threads are unwound.
+#[test]
+fn a_destructor_that_waits_for_good_delays_shutdown_by_a_bounded_time() {
+    with_timeout(60, "stuck destructor", || {
+        let rt = rt(1);
+        let (tx, rx) = eevdf_rt::sync::channel::bounded::<()>(1);
+        let stuck = rt.spawn(move || {
+            let _g = OnDrop(move || {
+                let _ = rx.recv();
+            });
+            park_forever()
+        });
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let d = dropped.clone();
+        let other = rt.spawn(move || {
+            let _g = OnDrop(move || {
+                d.fetch_add(1, Ordering::SeqCst);
+            });
+            park_forever()
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        let t = Instant::now();
+        rt.shutdown();
+        let took = t.elapsed();
+        assert!(took < Duration::from_secs(20), "shutdown took {took:?}");
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        assert!(is_cancelled(other.join()));
+        // The stuck one is left as it is: its joiner never gets a result
+        // from it, so it is not joined here; the sender keeps it waiting.
+        drop(stuck);
+        drop(tx);
+    });
+}

@@ -323,6 +323,12 @@ impl Runtime {
     /// then every green thread that has not finished (blocked or runnable)
     /// is unwound — its destructors run, its joiners get
     /// `Err(`[`Cancelled`](crate::Cancelled)`)` — and all stacks are freed.
+    /// Those destructors may block (join a child, take a lock, sleep): the
+    /// green threads being unwound take turns until all have finished. One
+    /// whose destructor waits for something that never happens holds this
+    /// call for 2 s at most; it is then left unfinished (its stack stays
+    /// mapped, its remaining destructors never run, and a line on stderr
+    /// says so).
     /// Blocking-pool jobs are not waited for: queued ones are cancelled,
     /// running ones finish on their own threads and still deliver their
     /// results.

@@ -335,7 +335,11 @@ impl Runtime {
     /// Idempotent; also done on drop.
     ///
     /// A green thread that never reaches a preemption point keeps its
-    /// worker (and this call) waiting: preemption is cooperative.
+    /// worker (and this call) waiting: preemption is cooperative. So does
+    /// one in a blocking system call that waits for another green thread
+    /// of this runtime: the workers' threads are joined before any green
+    /// thread is unwound (their io_uring rings must drain first), so that
+    /// other one never runs again.
     ///
     /// # Panics
     /// If called from one of this runtime's own green threads (it would wait

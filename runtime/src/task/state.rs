@@ -40,6 +40,14 @@
 //! 4. A waker that found the task off the queues waits for `on_cpu == false`
 //!    (`Acquire`) before handing the task to another worker, unless it
 //!    can hand it to the very worker that is switching it out (wakelist).
+//! 5. `BLOCKED` leaves by compare-and-swap only: the task ending its own
+//!    block (`BLOCKED → RUNNING`, [`TaskState::cancel_block`]) and a waker
+//!    claiming it (`BLOCKED → WAKING`, [`TaskState::claim`]) cannot both
+//!    win. The task does not take the wake lock, so a waker's `BLOCKED`
+//!    read under that lock may be stale; the claim's CAS, not the read,
+//!    decides. A task that loses switches out as blocked. (Before, the task
+//!    stored `RUNNING` over a claim: it ran on while its claimer enqueued
+//!    it, or went on to exit while a waker used its freed queue slot.)
 
 use crate::loom::{fence, spin_hint, AtomicBool, AtomicU8, Ordering};
 
@@ -86,12 +94,31 @@ impl TaskState {
         fence(Ordering::SeqCst);
     }
 
-    /// The condition already holds: do not sleep. (A waker that saw
-    /// `BLOCKED` in between may still run `ttwu_runnable`; it only sets
-    /// `RUNNING` again, which is harmless.)
+    /// The condition already holds after [`set_blocked`](Self::set_blocked):
+    /// end the block without sleeping (rule 5). Returns `false` if a waker
+    /// claimed the task first (`WAKING`): the task must then switch out as
+    /// blocked, and the claimer enqueues it once it is off its CPU. A
+    /// waker that made it `RUNNING` in place (`ttwu_runnable`) leaves
+    /// nothing to do: `true`.
     #[inline]
-    pub(crate) fn set_running(&self) {
-        self.state.store(RUNNING, Ordering::Relaxed);
+    pub(crate) fn cancel_block(&self) -> bool {
+        match self
+            .state
+            .compare_exchange(BLOCKED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(s) => s != WAKING,
+        }
+    }
+
+    /// A waker, under the wake lock, takes the wake of a task it saw
+    /// `BLOCKED` (rule 5): `BLOCKED → WAKING`. Returns `false` if the task
+    /// ended its block itself since ([`cancel_block`](Self::cancel_block)).
+    #[inline]
+    pub(crate) fn claim(&self) -> bool {
+        self.state
+            .compare_exchange(BLOCKED, WAKING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     // ---- wakers ----------------------------------------------------------
@@ -223,8 +250,9 @@ mod loom_tests {
         /// The sleeper: `waiter::park` then the worker's `handle_prev`.
         fn block(&self) {
             self.st.set_blocked();
-            if self.cond.load(Ordering::SeqCst) {
-                self.st.set_running();
+            if self.cond.load(Ordering::SeqCst) && self.st.cancel_block() {
+                // ended its own block: it runs on, still queued
+                return;
             }
             // switched out; the worker accounts the block under its lock
             let mut rq = self.rq.lock().unwrap();
@@ -254,7 +282,10 @@ mod loom_tests {
                     return true;
                 }
             }
-            self.st.set_state(WAKING);
+            if !self.st.claim() {
+                // it ended its block itself: awake (as `wake::wake` says)
+                return true;
+            }
             self.st.wait_off_cpu();
             let mut rq = self.rq.lock().unwrap();
             assert!(!rq.queued, "enqueue of a queued task");
@@ -307,6 +338,44 @@ mod loom_tests {
             let woke: u32 = wakers.into_iter().map(|w| w.join().unwrap() as u32).sum();
             assert!(woke <= 2);
             m.check();
+        });
+    }
+
+    /// A task whose worker was handed off (`worker::handoff`) runs on the
+    /// old thread off every run queue (`on_rq` NOT_QUEUED, `on_cpu` set).
+    /// It blocks, finds its condition true and ends the block itself
+    /// (`cancel_block`), while a waker that read BLOCKED claims it and
+    /// waits for `on_cpu` before enqueueing it. Rule 5: either the task
+    /// runs on and nobody enqueues it, or the claim wins, the task switches
+    /// out (`detach`: on_cpu cleared) and the claimer enqueues it once. With
+    /// the task's plain `RUNNING` store of before, it ran on over the claim
+    /// and the claimer waited for `on_cpu` for good.
+    #[test]
+    fn loom_handed_off_cancel_vs_claim() {
+        loom::model(|| {
+            let m = Arc::new(Model::new());
+            m.st.set_on_rq(NOT_QUEUED);
+            m.rq.lock().unwrap().queued = false;
+            let m2 = m.clone();
+            let waker = loom::thread::spawn(move || m2.wake());
+            // the task: waiter::park_green on the old thread
+            m.st.set_blocked();
+            let ran_on = m.cond.load(Ordering::SeqCst) && m.st.cancel_block();
+            if !ran_on {
+                // switched out: handoff::detach leaves a blocked or
+                // claimed task to its waker once on_cpu is clear
+                m.st.set_on_cpu(false);
+            }
+            let woke = waker.join().unwrap();
+            let rq = m.rq.lock().unwrap();
+            if ran_on {
+                assert_eq!(rq.enqueues, 0, "enqueued while it ran on");
+            } else {
+                assert!(woke, "the waker saw the block and must enqueue");
+                assert_eq!(rq.enqueues, 1);
+                assert!(rq.queued);
+            }
+            assert_eq!(m.st.state(), RUNNING);
         });
     }
 }

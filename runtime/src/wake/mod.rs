@@ -22,7 +22,7 @@ pub(crate) mod waiter;
 use crate::sched::{Dequeue, DequeueFlags, EnqueueFlags, Feature, WakeFlags};
 use crate::shared::Shared;
 use crate::stats::Counter;
-use crate::task::state::{BLOCKED, NOT_QUEUED, QUEUED, RUNNING, WAKING};
+use crate::task::state::{BLOCKED, DEAD, NOT_QUEUED, QUEUED, RUNNING};
 use crate::task::tcb::activation;
 use crate::task::TaskRef;
 use crate::time::clock;
@@ -97,8 +97,11 @@ fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
     // follows may wait (for the task to get off its CPU) before an enqueue
     // that reads the clock afresh, or before a wakelist push that does not.
     *clock_read = None;
-    // Off every run queue: we own the wake now.
-    t.st.set_state(WAKING);
+    // Off every run queue: take the wake (task::state rule 5). A task
+    // that ended its block itself since our read runs on: nothing to do.
+    if !t.st.claim() {
+        return true;
+    }
     let prev = t.cpu();
     // Still switching out on its worker: let that worker enqueue it. Not
     // if its worker was handed off (worker::handoff): then the thread
@@ -154,6 +157,10 @@ fn ttwu_runnable(
             if t.cpu() != cpu {
                 continue;
             }
+            if t.st.state() == DEAD {
+                // It ended its block itself and exited (see below).
+                return true;
+            }
             if t.st.on_rq() != QUEUED {
                 return false;
             }
@@ -175,7 +182,16 @@ fn ttwu_runnable(
             && sh.feature(Feature::TtwuQueue)
             && sh.feature(Feature::TtwuQueueDelayed)
         {
-            t.st.set_state(WAKING);
+            // The read of BLOCKED may be stale (rule 5): if the task ended
+            // its block and runs on, the claim fails and there is nothing
+            // to do. If it won, the task may still be switching out of a
+            // new block on a CPU (it ran again since our reads): its worker
+            // then completes that block as a sleep (`handle_prev` treats a
+            // claimed block like a blocked one), so that the owner's
+            // activation finds it delayed or dequeued, as assumed here.
+            if !t.st.claim() {
+                return true;
+            }
             t.activation
                 .store(activation::WAKE, std::sync::atomic::Ordering::Relaxed);
             push_wakelist(sh, t, w, waker);
@@ -188,6 +204,12 @@ fn ttwu_runnable(
         let mut rq = w.lock_rq_from(sh, now, waker);
         if t.cpu() != cpu {
             continue; // moved while we waited for the lock; retry on its new worker
+        }
+        // Our BLOCKED read may be stale (task::state rule 5): the task may
+        // have ended its block itself and exited. Its exit frees its slot
+        // and publishes DEAD under this lock, but leaves `on_rq` QUEUED.
+        if t.st.state() == DEAD {
+            return true;
         }
         if t.st.on_rq() != QUEUED {
             return false;
@@ -313,8 +335,14 @@ pub(crate) fn activate(
     kind: u8,
     now: u64,
 ) -> bool {
-    let _ = sh;
-    debug_assert_eq!(t.cpu(), w.index);
+    if t.cpu() != w.index {
+        // A delayed task pushed here by a remote waker (TTWU_QUEUE_DELAYED)
+        // that ran again, moved to another worker and blocked there before
+        // this drain (the waker's reads were stale; its claim was not): it
+        // is that worker's to activate.
+        let _ = sh.workers[t.cpu()].post(t);
+        return false;
+    }
     // `held`: the caller's reference to a task that was already queued (the
     // queue holds its own), dropped after the task's last use below.
     let (slot, flags, held) = if t.st.on_rq() == QUEUED {

@@ -118,8 +118,10 @@ fn park_green(me: &Tcb, ready: impl Fn() -> bool, dl: Option<u64>) -> (bool, boo
         }
     }
     me.st.set_blocked();
-    if ready() {
-        me.st.set_running();
+    // A condition that holds already ends the block here, unless a waker
+    // claimed the task first (task::state rule 5): then it switches out as
+    // blocked all the same, and that waker enqueues it.
+    if ready() && me.st.cancel_block() {
         return (true, false);
     }
     let why = match dl {

@@ -18,7 +18,7 @@ use crate::context::{GreenStack, Resumed, Switch};
 use crate::sched::{Dequeue, DequeueFlags, Feature, Pick};
 use crate::shared::Shared;
 use crate::stats::Counter;
-use crate::task::state::{BLOCKED, DEAD, QUEUED, RUNNING};
+use crate::task::state::{BLOCKED, DEAD, QUEUED, RUNNING, WAKING};
 use crate::task::{TaskRef, Tcb};
 use crate::time::clock;
 use crate::wake::{self, balance};
@@ -291,9 +291,13 @@ fn handle_prev(
         }
         Resumed::Switched(Switch::Preempt { .. }) => {}
         Resumed::Switched(Switch::Block) | Resumed::Switched(Switch::BlockUntil(_)) => {
-            // A waker that got here first left `state` RUNNING (or WAKING
-            // while it waits for this lock): then the block is a no-op.
-            if p.st.state() == BLOCKED {
+            // A waker that got here first left `state` RUNNING: then the
+            // block is a no-op. WAKING here is a remote waker's claim
+            // (TTWU_QUEUE_DELAYED) made on a stale view while the task ran
+            // again and blocked anew: it pushed the task to this worker's
+            // wakelist expecting it delayed or off the queue, so the block
+            // is completed as a sleep all the same (wake::activate).
+            if matches!(p.st.state(), BLOCKED | WAKING) {
                 let slot = rq.q.curr().expect("the task that switched out is current");
                 let timer = match why {
                     Resumed::Switched(Switch::BlockUntil(deadline)) => {

@@ -90,7 +90,9 @@ impl TaskState {
     /// (the fence orders this store before the caller's condition load).
     #[inline]
     pub(crate) fn set_blocked(&self) {
-        self.state.store(BLOCKED, Ordering::Relaxed);
+        // Release: a waker whose claim (Acquire) reads this BLOCKED also
+        // sees `on_cpu` as the worker set it before resuming the task.
+        self.state.store(BLOCKED, Ordering::Release);
         fence(Ordering::SeqCst);
     }
 

@@ -90,8 +90,15 @@ fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
     }
     let waker = waker_index(sh);
     // Still queued: running (about to block), or delayed.
-    if t.st.on_rq() != NOT_QUEUED && ttwu_runnable(sh, t, waker, clock_read) {
-        return true;
+    if t.st.on_rq() != NOT_QUEUED {
+        match ttwu_runnable(sh, t, waker, clock_read) {
+            Runnable::Woken => return true,
+            Runnable::Left => {}
+            Runnable::Claimed => {
+                *clock_read = None;
+                return place_claimed(sh, t, waker, sync, clock_read);
+            }
+        }
     }
     // The reading is reported only if it is this wake's last step: what
     // follows may wait (for the task to get off its CPU) before an enqueue
@@ -112,6 +119,13 @@ fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
     {
         return true;
     }
+    wait_off_cpu(t);
+    place_off_queue(sh, t, prev, waker, sync, clock_read);
+    true
+}
+
+/// Waits until the claimed task `t` is off its CPU (task::state rule 4).
+fn wait_off_cpu(t: &TaskRef) {
     if t.handed_off.load(std::sync::atomic::Ordering::Relaxed) != 0 {
         // Its thread may share a CPU with ours (the worker's new thread):
         // give it the CPU to finish switching out instead of spinning.
@@ -120,6 +134,44 @@ fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
         }
     }
     t.st.wait_off_cpu();
+}
+
+/// The delayed path of [`ttwu_runnable`] claimed `t` on a stale view: it
+/// is on a CPU again, blocking anew (maybe on the thread its worker was
+/// handed off from, where a wakelist push would let the worker's new
+/// thread enqueue a task whose stack is still live). Wait until it is off
+/// that CPU, then: still queued, its block was completed as a sleep
+/// (delayed; `worker::run::handle_prev`), so its worker un-delays it from
+/// the wakelist; off every queue, place it like any claimed wake.
+fn place_claimed(
+    sh: &Shared,
+    t: &TaskRef,
+    waker: Option<usize>,
+    sync: bool,
+    clock_read: &mut Option<u64>,
+) -> bool {
+    wait_off_cpu(t);
+    let prev = t.cpu();
+    if t.st.on_rq() == QUEUED {
+        t.activation
+            .store(activation::WAKE, std::sync::atomic::Ordering::Relaxed);
+        push_wakelist(sh, t, &sh.workers[prev], waker);
+        return true;
+    }
+    place_off_queue(sh, t, prev, waker, sync, clock_read);
+    true
+}
+
+/// Places the claimed task `t`, off every queue and off its CPU, and
+/// queues or enqueues it there.
+fn place_off_queue(
+    sh: &Shared,
+    t: &TaskRef,
+    prev: usize,
+    waker: Option<usize>,
+    sync: bool,
+    clock_read: &mut Option<u64>,
+) {
     let target = placement::select_worker(sh, t, prev, waker, sync);
     let mut kind = activation::WAKE;
     if target != prev {
@@ -132,18 +184,27 @@ fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
         crate::trace::migrate(sh, waker, t, prev, target);
     }
     ttwu_queue(sh, t, target, waker, kind, clock_read);
-    true
+}
+
+/// What [`ttwu_runnable`] did.
+enum Runnable {
+    /// Made runnable where it is queued, or found running or exited.
+    Woken,
+    /// It left its queue before we got the lock: the caller claims it.
+    Left,
+    /// The delayed path claimed it, but it is on a CPU: the caller places
+    /// it once it is off ([`place_claimed`]).
+    Claimed,
 }
 
 /// The task is still accounted by a run queue (it has not switched out
 /// yet, or it is delayed): make it runnable where it is (docs/eevdf.md §11.1).
-/// Returns `false` if it left the queue before we got its lock.
 fn ttwu_runnable(
     sh: &Shared,
     t: &TaskRef,
     waker: Option<usize>,
     clock_read: &mut Option<u64>,
-) -> bool {
+) -> Runnable {
     loop {
         let cpu = t.cpu();
         let w = &sh.workers[cpu];
@@ -159,10 +220,10 @@ fn ttwu_runnable(
             }
             if t.st.state() == DEAD {
                 // It ended its block itself and exited (see below).
-                return true;
+                return Runnable::Woken;
             }
             if t.st.on_rq() != QUEUED {
-                return false;
+                return Runnable::Left;
             }
             let slot = t.slot();
             if rq.q.curr() != Some(slot) && rq.q.entity(slot).is_delayed() {
@@ -171,7 +232,7 @@ fn ttwu_runnable(
                     Dequeue::Delayed => unreachable!("only sleeping dequeues are delayed"),
                 }
                 // Off every queue: the caller claims the wake and places it.
-                return false;
+                return Runnable::Left;
             }
         }
         // A blocked task that is queued but not on a CPU is delayed. With
@@ -184,20 +245,25 @@ fn ttwu_runnable(
         {
             // The read of BLOCKED may be stale (rule 5): if the task ended
             // its block and runs on, the claim fails and there is nothing
-            // to do. If it won, the task may still be switching out of a
-            // new block on a CPU (it ran again since our reads): its worker
-            // then completes that block as a sleep (`handle_prev` treats a
-            // claimed block like a blocked one), so that the owner's
-            // activation finds it delayed or dequeued, as assumed here.
+            // to do. If it won, the task may have run again since our
+            // reads and blocked anew: if it is on a CPU now (the claim's
+            // Acquire sees the `on_cpu` its worker set before resuming it),
+            // the caller waits for it to get off ([`place_claimed`]); off
+            // its CPU, its worker has completed the block as a sleep
+            // (`handle_prev` treats a claimed block like a blocked one), so
+            // the owner's activation finds it delayed or dequeued.
             if !t.st.claim() {
-                return true;
+                return Runnable::Woken;
+            }
+            if t.st.on_cpu() {
+                return Runnable::Claimed;
             }
             t.activation
                 .store(activation::WAKE, std::sync::atomic::Ordering::Relaxed);
             push_wakelist(sh, t, w, waker);
             count(sh, waker, Counter::delayed_wakeups);
             crate::trace::wakeup(sh, waker, t, crate::trace::how::DELAYED_WAKELIST, cpu);
-            return true;
+            return Runnable::Woken;
         }
         let now = clock::now();
         *clock_read = Some(now);
@@ -209,10 +275,10 @@ fn ttwu_runnable(
         // have ended its block itself and exited. Its exit frees its slot
         // and publishes DEAD under this lock, but leaves `on_rq` QUEUED.
         if t.st.state() == DEAD {
-            return true;
+            return Runnable::Woken;
         }
         if t.st.on_rq() != QUEUED {
-            return false;
+            return Runnable::Left;
         }
         let slot = t.slot();
         if rq.q.entity(slot).is_delayed() {
@@ -238,7 +304,7 @@ fn ttwu_runnable(
                 Counter::wakeups_remote_inline
             },
         );
-        return true;
+        return Runnable::Woken;
     }
 }
 

@@ -14,153 +14,18 @@
 //!
 //! Run: cargo test -p eevdf-rt --release --test sync_adversarial -- --test-threads=1 --nocapture
 
+mod common;
+use common::adversarial::*;
+use common::Rng;
 use eevdf_rt::sync::channel::{
     self, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError,
 };
 use eevdf_rt::sync::{Condvar, Mutex, RwLock, Semaphore};
-use eevdf_rt::{Builder, Runtime};
+use eevdf_rt::Runtime;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const FEATURES: &[&str] = &[
-    "default",
-    "NO_DELAY_DEQUEUE",
-    "NO_TTWU_QUEUE",
-    "kernel",
-    "NO_WAKEUP_PREEMPTION",
-    "NO_TTWU_QUEUE_DEFAULT,NO_WA_SYNC",
-];
-
-struct Rng(u64);
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, one_in: u64) -> bool {
-        self.below(one_in) == 0
-    }
-    /// A very short timeout: 0, 1 µs, 10 µs, 50 µs, 200 µs or 1 ms.
-    fn timeout(&mut self) -> Duration {
-        const T: [u64; 6] = [0, 1, 10, 50, 200, 1000];
-        Duration::from_micros(T[self.below(6) as usize])
-    }
-}
-
-fn env_u64(k: &str, d: u64) -> u64 {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(d)
-}
-
-struct Watchdog {
-    done: Arc<AtomicBool>,
-}
-impl Watchdog {
-    fn start(what: String, secs: u64) -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let d = done.clone();
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(secs) {
-                if d.load(Acquire) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            eprintln!(
-                "\n*** HANG: {what} did not finish within {secs} s (pid {})",
-                std::process::id()
-            );
-            if std::env::var("ADV_HANG_WAIT").is_ok() {
-                loop {
-                    std::thread::sleep(Duration::from_secs(3600));
-                }
-            }
-            std::process::abort();
-        });
-        Watchdog { done }
-    }
-}
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.done.store(true, Release);
-    }
-}
-
-/// Random disturbance from inside a green thread (from an OS thread only
-/// the sleeps/spins apply).
-fn chaos(rng: &mut Rng, green: bool) {
-    match rng.below(400) {
-        0 => std::thread::sleep(Duration::from_millis(3 + rng.below(8))), // hand-off
-        1 => {
-            let until = Instant::now() + Duration::from_millis(3 + rng.below(8));
-            while Instant::now() < until {
-                std::hint::spin_loop();
-            }
-        }
-        2..=9 if green => {
-            let _ = eevdf_rt::set_nice(rng.below(11) as i32 - 5);
-        }
-        10..=17 if green => {
-            let _ = eevdf_rt::set_slice(Duration::from_micros(100 + rng.below(3000)));
-        }
-        18..=50 if green => eevdf_rt::yield_now(),
-        51..=55 if green => eevdf_rt::sleep(Duration::from_micros(rng.below(300))),
-        56..=60 => std::thread::yield_now(),
-        _ => {}
-    }
-}
-
-#[allow(dead_code)]
-struct Cfg {
-    seed: u64,
-    features: String,
-    workers: usize,
-}
-
-/// Runs `body` for every iteration under a watchdog, with a fresh runtime.
-fn each(name: &str, body: impl Fn(&Runtime, &Cfg)) {
-    let iters = env_u64("ADV_ITERS", 4);
-    let base = env_u64("ADV_SEED", 1);
-    let fixed = std::env::var("ADV_FEATURES").ok();
-    for it in 0..iters {
-        let seed = base.wrapping_add(it);
-        let features = fixed
-            .clone()
-            .unwrap_or_else(|| FEATURES[(seed as usize) % FEATURES.len()].to_string());
-        let workers = 2 + (seed % 3) as usize;
-        let cfg = Cfg {
-            seed,
-            features: features.clone(),
-            workers,
-        };
-        let what = format!("{name} seed={seed} features={features} workers={workers}");
-        let _wd = Watchdog::start(what.clone(), 60);
-        let t0 = Instant::now();
-        let rt = Builder::new()
-            .workers(workers)
-            .features(&features)
-            .build()
-            .unwrap_or_else(|e| panic!("{what}: build: {e:?}"));
-        body(&rt, &cfg);
-        drop(rt);
-        eprintln!("ok {what} in {:?}", t0.elapsed());
-    }
-}
 
 /// Spawns `n` actors, each green or an OS thread at random, and joins them.
 fn actors<F>(rt: &Runtime, rng: &mut Rng, n: usize, f: F)

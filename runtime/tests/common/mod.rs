@@ -23,10 +23,17 @@ pub fn with_timeout<T: Send + 'static>(
     }
 }
 
+pub mod adversarial;
+
 /// A small deterministic PRNG (xorshift64*).
 pub struct Rng(pub u64);
 
 impl Rng {
+    /// A generator for `seed`, scrambled so that nearby seeds diverge (and
+    /// never zero, which xorshift would keep).
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
     pub fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
@@ -37,6 +44,15 @@ impl Rng {
     }
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
+    }
+    /// True once in `one_in` draws on average.
+    pub fn chance(&mut self, one_in: u64) -> bool {
+        self.below(one_in) == 0
+    }
+    /// A very short timeout: 0, 1 µs, 10 µs, 50 µs, 200 µs or 1 ms.
+    pub fn timeout(&mut self) -> Duration {
+        const T: [u64; 6] = [0, 1, 10, 50, 200, 1000];
+        Duration::from_micros(T[self.below(6) as usize])
     }
 }
 

@@ -70,9 +70,8 @@
 //!   which is then returned: no data is lost). One case waits longer: if
 //!   the thread whose ring holds the operation was handed off while stuck
 //!   (`worker::handoff`), only that thread can reap the ring, so the
-//!   timeout takes effect when it comes back and cancels everything on it
-//!   (measured: a 150 ms read timeout answered after the 2 s blocking call
-//!   of another green thread ended). The epoll driver has no such wait; a
+//!   timeout takes effect when it comes back and cancels everything on it.
+//!   The epoll driver has no such wait; a
 //!   deadline that holds here would need the buffer to move into a record
 //!   the ring owns, so that the green thread could leave the operation.
 //! * **Shutdown.** `Runtime::shutdown` joins the worker threads before it

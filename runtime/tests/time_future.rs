@@ -186,3 +186,27 @@ fn spawn_future_runs_on_the_runtime_with_its_options() {
 fn spawn_future_outside_a_runtime_panics_with_a_message() {
     drop(eevdf_rt::spawn_future(async {}));
 }
+
+/// A user's waker that panics when the timer thread fires it does not end
+/// that thread: timer futures created afterwards still fire.
+#[test]
+fn a_waker_that_panics_does_not_stop_the_timers() {
+    use std::sync::Arc;
+    use std::task::{Wake, Waker};
+    struct Bomb;
+    impl Wake for Bomb {
+        fn wake(self: Arc<Self>) {
+            panic!("this waker panics on purpose");
+        }
+    }
+    let waker = Waker::from(Arc::new(Bomb));
+    let mut s = Box::pin(sleep(Duration::from_millis(1)));
+    assert!(s
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    std::thread::sleep(Duration::from_millis(50));
+    within(LIMIT, || {
+        eevdf_rt::block_on_future(sleep(Duration::from_millis(5)));
+    });
+}

@@ -197,6 +197,10 @@ pub(crate) fn preempt_point_at(now: Option<u64>) {
             // this green thread ran are delivered now, not at the next tick.
             crate::io::uring::at_preempt_point(sh);
         }
+    } else {
+        // Not on a worker: an OS thread, or a green thread that shutdown
+        // unwinds, which may owe a deferred cancellation.
+        crate::task::raise_deferred_cancellation();
     }
 }
 

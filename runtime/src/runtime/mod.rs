@@ -329,6 +329,13 @@ impl Runtime {
     /// call for 2 s at most; it is then left unfinished (its stack stays
     /// mapped, its remaining destructors never run, and a line on stderr
     /// says so).
+    /// Nothing handed to a sleeping green thread is lost: a thread whose
+    /// wait was already served when it is unwound — a lock, a permit or a
+    /// message handed over by a thread unwound before it — returns from
+    /// that wait with what it got, runs on to its next preemption point or
+    /// wait, and is unwound there, so its destructors give the lock or
+    /// permit back; a notification it took but could not act on goes to
+    /// the condition variable's next waiter.
     /// Blocking-pool jobs are not waited for: queued ones are cancelled,
     /// running ones finish on their own threads and still deliver their
     /// results.
@@ -437,7 +444,10 @@ const UNWIND_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// marked `cancelled`: its switch returns into
 /// `task::resumed_by_shutdown`, which raises a panic with a
 /// [`Cancelled`](crate::Cancelled) payload, and the green thread unwinds
-/// itself, running its destructors; its joiners get `Cancelled`. A
+/// itself, running its destructors; its joiners get `Cancelled`. (A
+/// thread whose wait was served meanwhile — a lock handed over by one
+/// unwound before it — keeps what it got and is unwound at its next
+/// switch or preemption point instead: see `task::resumed_by_shutdown`.) A
 /// destructor may block (join a child, take a lock, sleep, send on a full
 /// channel): it then switches out, back here, and the green threads are
 /// resumed in turns — a child unwound in a later turn completes the join

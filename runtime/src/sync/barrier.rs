@@ -78,7 +78,10 @@ impl Barrier {
         g.arrived += 1;
         if g.arrived < self.n {
             let node = Node::new(0, None);
-            let r = waitlist::block(&self.state, g, |s| &mut s.list, &node, false, || {}, None);
+            // A waiter that shutdown unwinds before its group is complete
+            // takes its arrival back.
+            let r =
+                waitlist::block_leaving(&self.state, g, |s| &mut s.list, |s| s.arrived -= 1, &node);
             debug_assert_eq!(r, Some(RELEASED));
             return BarrierWaitResult { leader: false };
         }

@@ -189,6 +189,12 @@ impl Condvar {
         let g = self.list.lock();
         self.waiters.fetch_add(1, Ordering::Relaxed);
         let node = Node::new(0, None);
+        // Counts us out if we leave unnotified: a timeout, or shutdown
+        // unwinding this green thread while it sleeps.
+        let leave = Leave {
+            waiters: &self.waiters,
+            node: &node,
+        };
         let timed_out = waitlist::block(
             &self.list,
             g,
@@ -200,11 +206,13 @@ impl Condvar {
             deadline,
         )
         .is_none();
-        if !node.was_woken() {
-            // We unlinked ourselves (timeout).
-            self.waiters.fetch_sub(1, Ordering::Relaxed);
-        }
-        (mutex.lock(), timed_out)
+        drop(leave);
+        // A notification we took but cannot act on — shutdown unwinds us
+        // while we wait for the mutex — goes to the next waiter.
+        let pass_on = node.was_woken().then_some(PassOn(self));
+        let g = mutex.lock();
+        std::mem::forget(pass_on);
+        (g, timed_out)
     }
 
     /// Wakes one waiter, if any (the oldest).
@@ -262,5 +270,30 @@ impl Default for Condvar {
 impl fmt::Debug for Condvar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Condvar").finish_non_exhaustive()
+    }
+}
+
+/// Counts a waiter out of [`Condvar`]'s `waiters` if it leaves its wait
+/// without a notification (the notifier counts the others out).
+struct Leave<'a> {
+    waiters: &'a AtomicUsize,
+    node: &'a Node,
+}
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        if !self.node.was_woken() {
+            self.waiters.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Passes a notification on if dropped (forgotten once the notified
+/// waiter holds the mutex again).
+struct PassOn<'a>(&'a Condvar);
+
+impl Drop for PassOn<'_> {
+    fn drop(&mut self) {
+        self.0.notify_one();
     }
 }

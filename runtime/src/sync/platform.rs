@@ -61,13 +61,16 @@ mod imp {
         crate::wake::waiter::park(ready, deadline)
     }
 
-    /// [`park`], also telling whether a green thread switched out.
+    /// [`park`], also telling whether a green thread switched out; the
+    /// "served" test, if shutdown unwinds the green thread, is `on_cancel`
+    /// (`wake::waiter::park_reporting_or_cancel`).
     #[inline]
-    pub(crate) fn park_reporting(
+    pub(crate) fn park_reporting_or_cancel(
         ready: impl Fn() -> bool,
         deadline: Option<Instant>,
+        on_cancel: impl FnOnce() -> bool,
     ) -> (bool, bool) {
-        crate::wake::waiter::park_reporting(ready, deadline)
+        crate::wake::waiter::park_reporting_or_cancel(ready, deadline, on_cancel)
     }
 
     #[inline]
@@ -148,6 +151,15 @@ mod imp {
         deadline: Option<Instant>,
     ) -> (bool, bool) {
         (park(ready, deadline), false)
+    }
+
+    /// No runtime shutdown under loom: `on_cancel` never runs.
+    pub(crate) fn park_reporting_or_cancel(
+        ready: impl Fn() -> bool,
+        deadline: Option<Instant>,
+        _on_cancel: impl FnOnce() -> bool,
+    ) -> (bool, bool) {
+        park_reporting(ready, deadline)
     }
 
     pub(crate) fn preempt() {}

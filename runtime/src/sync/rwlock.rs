@@ -225,10 +225,34 @@ impl<T: ?Sized> RwLock<T> {
             if self.try_read_fast() {
                 return;
             }
-            let g = self.lists.lock();
+            let mut g = self.lists.lock();
             let s = self.state.load(Ordering::Relaxed);
             if s & (WRITER | WRITERS_PARKED) == 0 {
                 continue; // free for readers again: retry the fast path
+            }
+            if s & WRITERS_PARKED != 0 && g.writers.is_empty() {
+                // A stale flag: its writers were unwound at runtime
+                // shutdown while they slept. Clear it and retry; readers
+                // that queued behind them come in now unless a writer
+                // holds the lock (its unlock lets them in).
+                let admit = s & (WRITER | READERS_PARKED) == READERS_PARKED;
+                let ns = if admit {
+                    (s & !(WRITERS_PARKED | READERS_PARKED)) + g.readers.len() * READER
+                } else {
+                    s & !WRITERS_PARKED
+                };
+                let mut set = WakeSet::new();
+                if self
+                    .state
+                    .compare_exchange(s, ns, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                    && admit
+                {
+                    g.readers.wake_all(HANDOFF, &mut set);
+                }
+                drop(g);
+                set.wake();
+                continue;
             }
             if s & READERS_PARKED == 0
                 && self
@@ -307,6 +331,7 @@ impl<T: ?Sized> RwLock<T> {
 
     #[cold]
     fn read_unlock_slow(&self) {
+        let mut set = WakeSet::new();
         let w = {
             let mut l = self.lists.lock();
             let s = self.state.load(Ordering::Relaxed);
@@ -315,10 +340,27 @@ impl<T: ?Sized> RwLock<T> {
             if s >= READER || s & WRITER != 0 || s & WRITERS_PARKED == 0 {
                 return;
             }
-            self.handoff_writer(&mut l, s)
+            if l.writers.is_empty() {
+                // A stale flag (the writers were unwound at runtime
+                // shutdown while they slept): readers that queued behind
+                // them come in; otherwise the lock is just free.
+                if s & READERS_PARKED != 0 && !l.readers.is_empty() {
+                    self.state
+                        .store(l.readers.len() * READER, Ordering::Relaxed);
+                    l.readers.wake_all(HANDOFF, &mut set);
+                } else {
+                    self.state.store(0, Ordering::Release);
+                }
+                None
+            } else {
+                self.handoff_writer(&mut l, s)
+            }
         };
         if let Some(w) = w {
             platform::wake_then_preempt(w);
+        } else if !set.is_empty() {
+            set.wake();
+            platform::preempt();
         }
     }
 

@@ -55,6 +55,10 @@ use std::time::Instant;
 /// The token of a node no waker has handed anything yet.
 pub(crate) const WAITING: u32 = 0;
 
+/// The token a sleeper leaves in its own node when it unlinked the node
+/// itself because it unwinds (never a waker's token).
+const LEFT: u32 = u32::MAX;
+
 /// A sleeper's entry in a [`List`].
 ///
 /// `T` is a payload that a waker may move into or out of the node while it
@@ -99,7 +103,8 @@ impl<T> Node<T> {
     /// Whether a waker handed this node a token (call while unlinked).
     #[inline]
     pub(crate) fn was_woken(&self) -> bool {
-        self.token.load(Ordering::Acquire) != WAITING
+        let t = self.token.load(Ordering::Acquire);
+        t != WAITING && t != LEFT
     }
 
     /// Takes the payload (the owner while unlinked, or a waker under the lock).
@@ -211,7 +216,7 @@ impl<T> List<T> {
     /// Unlinks `p` and hands it `token`; returns its waiter, to be woken
     /// after the lock is released. The node must not be touched afterwards.
     fn wake_node(&mut self, p: *const Node<T>, token: u32) -> Waiter {
-        debug_assert_ne!(token, WAITING);
+        debug_assert!(token != WAITING && token != LEFT);
         // SAFETY: `p` is a linked node of this list (callers found it
         // through the links, under the lock).
         let node = unsafe { &*p };
@@ -290,6 +295,7 @@ impl<T> List<T> {
 struct Unlinker<'a, S, T> {
     lock: &'a Lock<S>,
     list: fn(&mut S) -> &mut List<T>,
+    on_leave: fn(&mut S),
     node: &'a Node<T>,
 }
 
@@ -297,9 +303,11 @@ impl<S, T> Drop for Unlinker<'_, S, T> {
     fn drop(&mut self) {
         let mut g = self.lock.lock();
         // Under the lock a waker either already unlinked the node (and set
-        // its token in the same critical section) or will not find it.
+        // its token in the same critical section) or will not find it; a
+        // node the sleeper unlinked itself holds `LEFT`.
         if self.node.token.load(Ordering::Relaxed) == WAITING {
             (self.list)(&mut g).unlink(self.node);
+            (self.on_leave)(&mut g);
         }
     }
 }
@@ -321,7 +329,30 @@ pub(crate) fn block<S, T>(
     before_park: impl FnOnce(),
     deadline: Option<Instant>,
 ) -> Option<u32> {
-    block_reporting(lock, guard, list, node, front, before_park, deadline).0
+    block_inner(
+        lock,
+        guard,
+        list,
+        |_| {},
+        node,
+        front,
+        before_park,
+        deadline,
+    )
+    .0
+}
+
+/// [`block`] for a primitive that counts its sleepers in its state:
+/// `on_leave` runs under the lock when the sleeper unlinks its node
+/// itself because it unwinds (not on a timeout, which the caller sees).
+pub(crate) fn block_leaving<S, T>(
+    lock: &Lock<S>,
+    guard: LockGuard<'_, S>,
+    list: fn(&mut S) -> &mut List<T>,
+    on_leave: fn(&mut S),
+    node: &Node<T>,
+) -> Option<u32> {
+    block_inner(lock, guard, list, on_leave, node, false, || {}, None).0
 }
 
 /// [`block`], also telling whether the green thread switched out: a
@@ -331,8 +362,41 @@ pub(crate) fn block<S, T>(
 /// not be preempted while holding it.
 pub(crate) fn block_reporting<S, T>(
     lock: &Lock<S>,
+    guard: LockGuard<'_, S>,
+    list: fn(&mut S) -> &mut List<T>,
+    node: &Node<T>,
+    front: bool,
+    before_park: impl FnOnce(),
+    deadline: Option<Instant>,
+) -> (Option<u32>, bool) {
+    block_inner(
+        lock,
+        guard,
+        list,
+        |_| {},
+        node,
+        front,
+        before_park,
+        deadline,
+    )
+}
+
+/// # Shutdown
+///
+/// When shutdown unwinds a sleeping green thread, the park asks whether
+/// the wait was served, under the lock: if a waker handed the node a
+/// token, the thread keeps it (its cancellation is deferred to its next
+/// switch, `task::resumed_by_shutdown`), so a lock, a permit or a message
+/// handed over is used and given back by the thread's destructors instead
+/// of being lost with its stack; otherwise the sleeper unlinks its node in
+/// the same critical section (so no waker can serve it afterwards), runs
+/// `on_leave` and unwinds.
+#[allow(clippy::too_many_arguments)]
+fn block_inner<S, T>(
+    lock: &Lock<S>,
     mut guard: LockGuard<'_, S>,
     list: fn(&mut S) -> &mut List<T>,
+    on_leave: fn(&mut S),
     node: &Node<T>,
     front: bool,
     before_park: impl FnOnce(),
@@ -341,7 +405,12 @@ pub(crate) fn block_reporting<S, T>(
     node.token.store(WAITING, Ordering::Relaxed);
     list(&mut guard).push(node, front);
     drop(guard);
-    let unlinker = Unlinker { lock, list, node };
+    let unlinker = Unlinker {
+        lock,
+        list,
+        on_leave,
+        node,
+    };
     before_park();
     let mut switched = false;
     loop {
@@ -350,8 +419,21 @@ pub(crate) fn block_reporting<S, T>(
             std::mem::forget(unlinker);
             return (Some(t), switched);
         }
-        let (awake, sw) =
-            platform::park_reporting(|| node.token.load(Ordering::SeqCst) != WAITING, deadline);
+        let served_or_leave = || {
+            let mut g = lock.lock();
+            if node.token.load(Ordering::Relaxed) != WAITING {
+                return true;
+            }
+            list(&mut g).unlink(node);
+            on_leave(&mut g);
+            node.token.store(LEFT, Ordering::Relaxed);
+            false
+        };
+        let (awake, sw) = platform::park_reporting_or_cancel(
+            || node.token.load(Ordering::SeqCst) != WAITING,
+            deadline,
+            served_or_leave,
+        );
         switched |= sw;
         if !awake {
             // The deadline passed: settle the race with wakers under the lock.

@@ -92,13 +92,37 @@ pub(crate) fn switch_out(why: Switch) {
 /// the green thread `me` names, which must be the one running this code.
 #[inline]
 pub(crate) unsafe fn switch_out_of(me: &Tcb, why: Switch) {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { switch_out_waiting(me, why, || false) }
+}
+
+/// [`switch_out_of`] for a wait. `satisfied` runs only when shutdown
+/// resumes the green thread to unwind it, and answers whether the wait
+/// was already served — a waker handed it a lock, a permit or a message —
+/// so that the thread keeps what it was handed instead of dropping it with
+/// its stack (see [`resumed_by_shutdown`]).
+///
+/// # Safety
+/// As [`switch_out_of`].
+#[inline]
+pub(crate) unsafe fn switch_out_waiting(me: &Tcb, why: Switch, satisfied: impl FnOnce() -> bool) {
     debug_assert!(current::current().is_some_and(|c| std::ptr::eq(c, me)));
+    if cancel_deferred(me) {
+        // A deferred cancellation (only such a thread runs while marked
+        // cancelled: shutdown marks them while all are suspended) is
+        // raised at its next switch, unless this wait is served already
+        // (then it returns at once, as a spurious wakeup would).
+        if satisfied() {
+            return;
+        }
+        raise_cancellation(me);
+    }
     // SAFETY: `me` is `tls::current()` (the caller's contract), which is
     // only set while `me` runs on this very stack (the worker sets it
     // around the resume), so we are on `me`'s context.
     unsafe { me.suspend.suspend(why) };
     if me.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
-        resumed_by_shutdown(me);
+        resumed_by_shutdown(me, satisfied);
     }
 }
 
@@ -110,11 +134,54 @@ pub(crate) unsafe fn switch_out_of(me: &Tcb, why: Switch) {
 /// lock, a sleep, a channel) switches out like any wait, and shutdown
 /// resumes it again after giving the others a turn: those later resumes
 /// return here as spurious wakeups, and the wait re-checks its condition.
+///
+/// # A wait already served
+///
+/// A thread unwound earlier may have released a lock, a permit or sent a
+/// message to this one while it slept, handing it over (a mutex's
+/// hand-off leaves the lock held *for* the sleeper). Unwinding the
+/// sleeper then would drop what it was handed: nobody else would ever
+/// get the lock. So when `satisfied()` says the wait was served, the
+/// cancellation is deferred: the wait returns normally, the thread runs
+/// on with what it got, and its next runtime call that could switch —
+/// any switch ([`switch_out_waiting`]) or preemption point
+/// ([`raise_deferred_cancellation`]) — raises the cancellation there; its
+/// destructors then give back what it holds.
 #[cold]
 #[inline(never)]
-fn resumed_by_shutdown(me: &Tcb) {
+fn resumed_by_shutdown(me: &Tcb, satisfied: impl FnOnce() -> bool) {
     use std::sync::atomic::Ordering::Relaxed;
-    if !me.unwinding.swap(true, Relaxed) {
-        std::panic::resume_unwind(Box::new(crate::Cancelled));
+    if me.unwinding.load(Relaxed) || satisfied() {
+        return;
+    }
+    raise_cancellation(me);
+}
+
+/// Whether `me` runs with a deferred cancellation ([`resumed_by_shutdown`]).
+#[inline]
+pub(crate) fn cancel_deferred(me: &Tcb) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    me.cancelled.load(Relaxed) && !me.unwinding.load(Relaxed)
+}
+
+/// Raises the cancellation of `me` (once: later resumes are spurious).
+#[cold]
+#[inline(never)]
+pub(crate) fn raise_cancellation(me: &Tcb) -> ! {
+    me.unwinding
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    std::panic::resume_unwind(Box::new(crate::Cancelled));
+}
+
+/// Raises a deferred cancellation ([`resumed_by_shutdown`]) at a
+/// preemption point of a green thread that runs outside every worker,
+/// which only shutdown's unwinding does.
+#[cold]
+#[inline(never)]
+pub(crate) fn raise_deferred_cancellation() {
+    if let Some(me) = current::current() {
+        if cancel_deferred(me) {
+            raise_cancellation(me);
+        }
     }
 }

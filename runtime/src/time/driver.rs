@@ -200,7 +200,10 @@ fn run(d: &'static Driver) {
             // Wake outside the heap lock: a waker may arm a new timer.
             drop(st);
             for w in due.drain(..) {
-                w.wake();
+                // A user's waker that panics must not end this thread: every
+                // timer future of the process would stop firing. (The panic
+                // hook has reported it.)
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()));
             }
             st = d.state.lock();
             continue;

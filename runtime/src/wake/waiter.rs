@@ -82,8 +82,23 @@ pub(crate) fn park(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool 
 /// always on an OS thread): a caller that owes a preemption point when it
 /// did not switch passes one itself.
 pub(crate) fn park_reporting(ready: impl Fn() -> bool, deadline: Option<Instant>) -> (bool, bool) {
+    park_reporting_or_cancel(&ready, deadline, &ready)
+}
+
+/// [`park_reporting`] for a wait whose "served" test must be exact when
+/// shutdown unwinds the green thread: `on_cancel` runs (at most once)
+/// only then, and answers whether the wait was served, so that the thread
+/// keeps what it was handed (`task::resumed_by_shutdown`). If it answers
+/// `false`, the wait must be over for good — no waker may serve it later —
+/// because the thread unwinds (a wait list unlinks the node under its
+/// lock). [`park_reporting`] uses `ready()`.
+pub(crate) fn park_reporting_or_cancel(
+    ready: impl Fn() -> bool,
+    deadline: Option<Instant>,
+    on_cancel: impl FnOnce() -> bool,
+) -> (bool, bool) {
     match tls::current() {
-        Some(me) => park_green(me, ready, deadline.map(clock::from_instant)),
+        Some(me) => park_green(me, ready, deadline.map(clock::from_instant), on_cancel),
         None => {
             if ready() {
                 return (true, false);
@@ -111,7 +126,21 @@ pub(crate) fn park_reporting(ready: impl Fn() -> bool, deadline: Option<Instant>
 /// runtime's clock (`time::clock`), so that a caller that has one already
 /// (a sleep) converts nothing. Returns (`false` if the deadline passed,
 /// whether it switched out).
-fn park_green(me: &Tcb, ready: impl Fn() -> bool, dl: Option<u64>) -> (bool, bool) {
+fn park_green(
+    me: &Tcb,
+    ready: impl Fn() -> bool,
+    dl: Option<u64>,
+    on_cancel: impl FnOnce() -> bool,
+) -> (bool, bool) {
+    if crate::task::cancel_deferred(me) {
+        // Shutdown is unwinding this thread, which runs on after a served
+        // wait (`task::resumed_by_shutdown`): this wait ends it, unless it
+        // is served already. (Not marked blocked: it stays dead to wakers.)
+        if on_cancel() {
+            return (true, false);
+        }
+        crate::task::raise_cancellation(me);
+    }
     if let Some(dl) = dl {
         if clock::now() >= dl {
             return (ready(), false);
@@ -130,7 +159,7 @@ fn park_green(me: &Tcb, ready: impl Fn() -> bool, dl: Option<u64>) -> (bool, boo
     };
     // SAFETY: `me` is `tls::current()` (every caller reads it just before);
     // `ready()` is a condition check that does not switch.
-    unsafe { crate::task::switch_out_of(me, why) };
+    unsafe { crate::task::switch_out_waiting(me, why, on_cancel) };
     // Re-fetch: we may be on another worker now.
     if let Some(dl) = dl {
         if let Some(me) = tls::current() {
@@ -146,5 +175,5 @@ fn park_green(me: &Tcb, ready: impl Fn() -> bool, dl: Option<u64>) -> (bool, boo
 /// OS thread (the caller waits another way), else whether the deadline is
 /// still ahead (a spurious return: callers loop).
 pub(crate) fn park_green_until(dl: u64) -> Option<bool> {
-    tls::current().map(|me| park_green(me, || false, Some(dl)).0)
+    tls::current().map(|me| park_green(me, || false, Some(dl), || false).0)
 }

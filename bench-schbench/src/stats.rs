@@ -16,9 +16,15 @@
 //! Zeroing is lazy: the driver bumps a generation number; each worker compares it with
 //! the one it last saw before recording, and clears its own histograms when it changed.
 //! So every histogram keeps a single writer, and no sample that ends after the zero
-//! point is lost. The request counts are never cleared: the driver differences them.
+//! point is lost. A worker that has recorded nothing since the zero still holds the
+//! samples from before it, so a snapshot leaves out every worker whose last seen
+//! generation is older than the board's. The request counts are never cleared: the
+//! driver differences them.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 use crate::hist::{AtomicHistogram, Histogram};
 
@@ -29,6 +35,9 @@ pub struct WorkerStats {
     wakeup: AtomicHistogram,
     request: AtomicHistogram,
     requests: AtomicU64,
+    /// The generation the histograms belong to: stored (Release) after the
+    /// worker cleared them for it.
+    seen: AtomicU64,
 }
 
 /// The measurements of all workers of one run, indexed by worker id.
@@ -58,10 +67,13 @@ impl StatsBoard {
 
     /// The recording handle of worker `id`; hand it to that worker only.
     pub fn recorder(&self, id: usize) -> Recorder<'_> {
+        let stats = &self.workers[id];
+        let generation = self.generation.load(Relaxed);
+        stats.seen.store(generation, Release);
         Recorder {
-            stats: &self.workers[id],
+            stats,
             board: self,
-            generation: self.generation.load(Relaxed),
+            generation,
         }
     }
 
@@ -77,10 +89,17 @@ impl StatsBoard {
         self.workers.iter().map(|w| w.requests.load(Relaxed)).sum()
     }
 
-    /// Merges every worker's histograms.
+    /// Merges the histograms of every worker that has recorded since the last zero
+    /// (the others hold only samples from before it).
     pub fn snapshot(&self) -> Snapshot {
+        let generation = self.generation.load(Relaxed);
         let mut snap = Snapshot::default();
-        for w in self.workers.iter() {
+        // Acquire: a worker seen at this generation cleared its histograms before.
+        for w in self
+            .workers
+            .iter()
+            .filter(|w| w.seen.load(Acquire) == generation)
+        {
             w.wakeup.add_to(&mut snap.wakeup);
             w.request.add_to(&mut snap.request);
         }
@@ -106,6 +125,7 @@ impl Recorder<'_> {
             self.generation = generation;
             self.stats.wakeup.clear();
             self.stats.request.clear();
+            self.stats.seen.store(generation, Release);
         }
         self.stats.wakeup.record(wakeup_ns / 1000);
         self.stats.request.record(request_ns / 1000);
@@ -142,12 +162,25 @@ mod tests {
         board.zero();
         assert_eq!(
             board.snapshot().wakeup.total(),
-            1,
-            "lazy: nothing cleared yet"
+            0,
+            "a worker that has not recorded since the zero shows nothing"
         );
         r.record(7_000, 7_000);
         let snap = board.snapshot();
         assert_eq!((snap.wakeup.total(), snap.wakeup.min()), (1, 7));
         assert_eq!(board.requests(), 2, "request counts are never cleared");
+    }
+
+    #[test]
+    fn a_worker_idle_since_the_zero_shows_no_old_samples() {
+        let board = StatsBoard::new(2);
+        let (mut a, mut b) = (board.recorder(0), board.recorder(1));
+        a.record(1_000, 2_500_000_000);
+        b.record(1_000, 2_500_000_000);
+        board.zero();
+        b.record(3_000, 4_000);
+        let snap = board.snapshot();
+        assert_eq!(snap.request.total(), 1, "worker 0's warmup sample leaked");
+        assert_eq!(snap.request.max(), 4);
     }
 }

@@ -15,7 +15,8 @@
 //! - `options`: every resolved option (`message_threads`, `threads`, `runtime`,
 //!   `warmuptime`, `intervaltime`, `zerotime`, `footprint_kib`, `operations`,
 //!   `sleeptime_usec`, `locking`, `calibrate`, `rps`, `auto_rps`, `pipe`,
-//!   `message_cpus`, `worker_cpus`, `workers`).
+//!   `message_cpus`, `worker_cpus`, `workers`: the runtime worker threads of this
+//!   object's backend).
 
 use std::io::{self, Write};
 
@@ -50,11 +51,11 @@ pub fn outcome(o: &Outcome, plan: &Plan) -> Value {
         "request_latency": block(&o.latencies.request, &LATENCY_PERCENTILES),
         "rps": block(&o.rps, &RPS_PERCENTILES),
         "average_rps": o.average_rps,
-        "options": options(plan),
+        "options": options(plan, o.backend),
     })
 }
 
-fn options(plan: &Plan) -> Value {
+fn options(plan: &Plan, backend: &str) -> Value {
     json!({
         "message_threads": plan.message_threads,
         "threads": plan.workers_per_message,
@@ -72,7 +73,7 @@ fn options(plan: &Plan) -> Value {
         "pipe": plan.pipe,
         "message_cpus": plan.message_cpus.as_ref().map(ToString::to_string),
         "worker_cpus": plan.worker_cpus.as_ref().map(ToString::to_string),
-        "workers": plan.runtime_workers,
+        "workers": if backend == "green" { plan.green_workers } else { plan.runtime_workers },
     })
 }
 

@@ -306,7 +306,8 @@ pub struct Cli {
     pub backend: BackendChoice,
 
     /// OS worker threads of the green and tokio runtimes, 1..=256 [default: CPUs available
-    /// to workers, at most 256]
+    /// to workers, at most 256; for green, at least enough to have a worker on a CPU of
+    /// every -M/-W set]
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
 
@@ -425,6 +426,10 @@ pub struct Plan {
     pub backend: BackendChoice,
     /// `--workers` (resolved default).
     pub runtime_workers: usize,
+    /// The green backend's workers: `--workers` if given; by default at least enough
+    /// that a runtime worker sits on a CPU of every `-M`/`-W` set (its worker `i` is
+    /// pinned to the `i`-th allowed CPU).
+    pub green_workers: usize,
     /// `--features`.
     pub features: Option<String>,
     /// `--stats`.
@@ -501,19 +506,23 @@ impl Plan {
             ));
         }
         // Every worker allocates its matrices (or, with -p, its transfer
-        // buffer) before the run: refuse a total the machine cannot hold,
-        // instead of an allocation abort or the OOM killer mid-run.
-        let per_worker = if cli.pipe > 0 {
-            cli.pipe as u128
-        } else {
-            footprint as u128 * 1024
-        };
+        // buffer) and its two latency histograms before the run: refuse a
+        // total the machine cannot hold, instead of an allocation abort or
+        // the OOM killer mid-run.
+        let histograms = 2 * crate::hist::PLAT_NR as u128 * 8;
+        let per_worker = histograms
+            + if cli.pipe > 0 {
+                cli.pipe as u128
+            } else {
+                footprint as u128 * 1024
+            };
         let needed = per_worker * (m as u128) * (t as u128);
         if let Some(memory) = physical_memory() {
             if needed > memory as u128 {
                 let what = if cli.pipe > 0 { "-p" } else { "-F" };
                 return usage(format!(
-                    "{what} × workers needs {} MiB ({m} × {t} workers), more than this \
+                    "{what} and the latency histograms × workers need {} MiB ({m} × {t} \
+                     workers), more than this \
                      machine's {} MiB of memory",
                     needed >> 20,
                     memory >> 20
@@ -583,6 +592,13 @@ impl Plan {
                 .len()
                 .min(MAX_RUNTIME_WORKERS),
         };
+        let green_workers = match cli.workers {
+            Some(n) => n,
+            None => runtime_workers.max(workers_covering(&pinning, allowed)),
+        };
+        if matches!(cli.backend, BackendChoice::Green | BackendChoice::All) {
+            check_green_pinning(&pinning, allowed, green_workers)?;
+        }
         if cli.trace.is_some() {
             let needed =
                 trace_capacity as u128 * TRACE_EVENT_BYTES as u128 * runtime_workers as u128;
@@ -643,6 +659,7 @@ impl Plan {
             jobname: cli.jobname,
             backend: cli.backend,
             runtime_workers,
+            green_workers,
             features: cli.features,
             stats: cli.stats,
             plot: cli.plot,
@@ -711,6 +728,53 @@ fn check_allowed(set: &CpuSet, option: &str, allowed: &CpuSet) -> Result<(), Usa
              (available: {allowed})"
         ))
     }
+}
+
+/// How many green runtime workers put one on a CPU of every pinned set: worker `i`
+/// runs on the `i`-th allowed CPU, so a set is reached by the worker of its CPU that
+/// comes first in `allowed`.
+fn workers_covering(pinning: &Pinning, allowed: &CpuSet) -> usize {
+    let position = |c: usize| allowed.as_slice().iter().position(|&a| a == c);
+    pinning
+        .message
+        .iter()
+        .flatten()
+        .chain(pinning.worker.iter())
+        .filter_map(|set| set.as_slice().iter().filter_map(|&c| position(c)).min())
+        .map(|i| i + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The green backend pins eevdf-rt's worker `i` to the `i`-th allowed CPU (round
+/// robin) and places pinned tasks on the workers of their CPUs: a `-M` or `-W` set
+/// with no worker on any of its CPUs could not be honoured.
+fn check_green_pinning(
+    pinning: &Pinning,
+    allowed: &CpuSet,
+    green_workers: usize,
+) -> Result<(), UsageError> {
+    let covered = CpuSet::from_cpus(
+        allowed.as_slice()[..green_workers.min(allowed.len())]
+            .iter()
+            .copied(),
+    );
+    let sets = pinning
+        .message
+        .iter()
+        .flatten()
+        .map(|s| ("-M/--message-cpus", s))
+        .chain(pinning.worker.iter().map(|s| ("-W/--worker-cpus", s)));
+    for (what, set) in sets {
+        if set.as_slice().iter().all(|c| !covered.contains(*c)) {
+            return usage(format!(
+                "{what}: the green backend runs its tasks on its {green_workers} runtime \
+                 worker(s), pinned to CPU(s) {covered}; none runs on {set} (raise --workers, \
+                 or name CPUs among those)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn resolve_pinning(
@@ -818,12 +882,34 @@ mod tests {
         assert!(err.contains("vm.max_map_count"), "{err}");
     }
 
+    /// The green backend's worker `i` runs on the `i`-th allowed CPU: by default
+    /// it starts enough workers to reach every pinned set, and an explicit
+    /// `--workers` that reaches none of a set's CPUs is refused.
+    #[test]
+    fn green_pinning_is_honoured_or_refused() {
+        let p = plan("--backend green -W 1").unwrap();
+        assert_eq!((p.runtime_workers, p.green_workers), (1, 2));
+        let p = plan("--backend green -M 1 -W 0").unwrap();
+        assert_eq!(p.green_workers, 2);
+        assert_eq!(plan("--backend green -W 0").unwrap().green_workers, 1);
+        for args in ["--backend green --workers 1 -W 1", "--workers 1 -M 1 -W 0"] {
+            let err = plan(args).unwrap_err();
+            assert!(err.contains("none runs on 1"), "{args}: {err}");
+        }
+        assert!(plan("--backend tokio --workers 1 -W 1").is_ok());
+        assert!(plan("--backend green --workers 2 -W 1").is_ok());
+    }
+
     #[test]
     fn memory_beyond_the_machine_is_refused() {
         // 1 GiB per worker × 65,536 workers is 64 TiB, more than any test
-        // machine; 1 MiB × 2 × 2 fits any.
+        // machine, and each worker's two histograms add 76 KiB (4,864 MiB in
+        // all); 1 MiB × 2 × 2 fits any.
         let err = plan("-F 1048576 -m 64 -t 1024").unwrap_err();
-        assert!(err.contains("-F × workers needs 67108864 MiB"), "{err}");
+        assert!(
+            err.contains("-F and the latency histograms × workers need 67113728 MiB"),
+            "{err}"
+        );
         assert!(err.contains("more than this machine's"), "{err}");
         assert!(plan("-F 1024 -m 2 -t 2").is_ok());
         if let Some(memory) = physical_memory() {
@@ -831,7 +917,10 @@ mod tests {
             let workers = (memory >> 20) + 1;
             if workers <= MAX_WORKERS as u64 {
                 let err = plan(&format!("-p 1048576 -m 1 -t {workers}")).unwrap_err();
-                assert!(err.starts_with("-p × workers needs"), "{err}");
+                assert!(
+                    err.starts_with("-p and the latency histograms × workers need"),
+                    "{err}"
+                );
             }
         }
     }

@@ -115,14 +115,14 @@ impl Green {
     pub fn new(plan: &Plan) -> Result<Green, UsageError> {
         let features = eevdf_rt::sched::Features::parse(plan.features.as_deref().unwrap_or(""))
             .map_err(|e| UsageError(format!("--features: {e}")))?;
-        if plan.runtime_workers == 0 || plan.runtime_workers > eevdf_rt::MAX_WORKERS {
+        if plan.green_workers == 0 || plan.green_workers > eevdf_rt::MAX_WORKERS {
             return Err(UsageError(format!(
                 "--workers must be 1..={} for the green backend",
                 eevdf_rt::MAX_WORKERS
             )));
         }
         Ok(Green {
-            workers: plan.runtime_workers,
+            workers: plan.green_workers,
             features,
         })
     }

@@ -339,3 +339,45 @@ fn futures_io_traits_work_on_a_pipe() {
         });
     });
 }
+
+/// A `poll_read` that completes while shutdown is under way returns its
+/// bytes or leaves them in the socket, never consumes them and unwinds.
+#[test]
+fn a_poll_read_completed_as_the_runtime_shuts_down_loses_no_bytes() {
+    use std::io::{Read, Write};
+    within(LIMIT, || {
+        let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+        let (a, b) = UnixStream::pair().unwrap();
+        let mut a2 = a.try_clone().unwrap();
+        let got = Arc::new(AtomicUsize::new(0));
+        let g2 = got.clone();
+        drop(rt.spawn(move || {
+            // Busy without preemption points while shutdown asks to stop.
+            let t = std::time::Instant::now();
+            while t.elapsed() < Duration::from_millis(100) {
+                std::hint::spin_loop();
+            }
+            let mut buf = [0u8; 16];
+            let r = eevdf_rt::block_on_future(std::future::poll_fn(|cx| {
+                let mut rb = tokio::io::ReadBuf::new(&mut buf);
+                Pin::new(&mut a2)
+                    .poll_read(cx, &mut rb)
+                    .map_ok(|()| rb.filled().len())
+            }));
+            if let Ok(n) = r {
+                g2.fetch_add(n, Ordering::SeqCst);
+            }
+        }));
+        std::thread::sleep(Duration::from_millis(20));
+        (&b).write_all(b"x").unwrap();
+        rt.shutdown();
+        drop(rt);
+        a.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+        let left = (&a).read(&mut [0u8; 16]).unwrap_or(0);
+        assert_eq!(
+            got.load(Ordering::SeqCst) + left,
+            1,
+            "the byte was consumed by a poll_read whose result was dropped"
+        );
+    });
+}

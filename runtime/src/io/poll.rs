@@ -64,18 +64,17 @@ impl<T: AsRawFd> Source<T> {
         dir: Direction,
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
+        // As in the blocking path (`Source::do_io`): an I/O call is a
+        // preemption point, so a future that never waits cannot keep its
+        // worker; it comes before the call, so that a green thread unwound
+        // there drops no completed result.
+        crate::preempt_point();
         loop {
             let reg = self.registered();
             let snap = reg.map_or(0, |(_, sched)| sched.snapshot());
             match op(self.get_ref()) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                r => {
-                    // As in the blocking path: completed I/O is a
-                    // preemption point, so a future that never waits
-                    // cannot keep its worker.
-                    crate::preempt_point();
-                    return Poll::Ready(r);
-                }
+                r => return Poll::Ready(r),
             }
             let Some((reactor, sched)) = reg else {
                 // Registering queues an event if the fd became ready since

@@ -145,17 +145,18 @@ impl<T: AsRawFd> Source<T> {
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
         let mut deadline: Option<Instant> = None;
+        // An I/O call is a preemption point like every runtime call that can
+        // block: a loop of reads and writes that never block must not keep
+        // its worker forever. It comes before the call, never between a
+        // completed call and its return: a green thread unwound there (at
+        // runtime shutdown) would drop the bytes it had read or the
+        // connection it had accepted.
+        crate::preempt_point();
         loop {
             let snap = self.reg.get().map_or(0, |r| r.sched.snapshot());
             match op(&self.io) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                r => {
-                    // A completed I/O call is a preemption point like every
-                    // runtime call that can block: a loop of reads and writes
-                    // that never block must not keep its worker forever.
-                    crate::preempt_point();
-                    return r;
-                }
+                r => return r,
             }
             if let (Some(t), None) = (timeout, deadline) {
                 deadline = Instant::now().checked_add(t);
@@ -190,7 +191,8 @@ impl<T: AsRawFd> Source<T> {
                     return Err(timed_out());
                 }
             }
-            // Stay cooperative if readiness keeps flapping.
+            // Stay cooperative if readiness keeps flapping (before the
+            // next call, as above).
             crate::preempt_point();
         }
     }
@@ -216,11 +218,7 @@ fn ring_iovs(n: usize) -> u32 {
 fn without_blocking<R>(r: io::Result<R>) -> Option<io::Result<R>> {
     match r {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
-        r => {
-            // A completed call is a preemption point (see `do_io`).
-            crate::preempt_point();
-            Some(r)
-        }
+        r => Some(r),
     }
 }
 
@@ -270,6 +268,8 @@ impl<T: AsRawFd> Source<T> {
         entry: impl Fn(types::Fd, &mut B) -> io_uring::squeue::Entry,
     ) -> io::Result<usize> {
         if uring::active() {
+            // The call's preemption point, before it (see `do_io`).
+            crate::preempt_point();
             let tries = &self.try_first[dir as usize];
             let tried = tries.should_try();
             if tried {

@@ -497,9 +497,13 @@ pub(crate) unsafe fn submit(
             return None;
         };
         let done = || op.done.load(Ordering::SeqCst);
+        // Served, if shutdown unwinds this green thread: a completion with
+        // a result (the rings cancel what is in flight when their workers
+        // stop; nothing was transferred then).
+        let served = || done() && op.res.load(Ordering::Relaxed) != -libc::ECANCELED;
         // Loop: wakeups may be spurious.
         while !done() {
-            if !waiter::park(done, deadline) && !done() {
+            if !waiter::park_or_cancel(done, deadline, served) && !done() {
                 // The deadline passed: cancel, then wait for the completion
                 // (the kernel owns the buffers until then).
                 cancel(worker, &op);

@@ -85,6 +85,15 @@ pub(crate) fn park_reporting(ready: impl Fn() -> bool, deadline: Option<Instant>
     park_reporting_or_cancel(&ready, deadline, &ready)
 }
 
+/// [`park`] with [`park_reporting_or_cancel`]'s `on_cancel`.
+pub(crate) fn park_or_cancel(
+    ready: impl Fn() -> bool,
+    deadline: Option<Instant>,
+    on_cancel: impl FnOnce() -> bool,
+) -> bool {
+    park_reporting_or_cancel(ready, deadline, on_cancel).0
+}
+
 /// [`park_reporting`] for a wait whose "served" test must be exact when
 /// shutdown unwinds the green thread: `on_cancel` runs (at most once)
 /// only then, and answers whether the wait was served, so that the thread

@@ -364,3 +364,55 @@ fn runtime_shutdown_frees_green_threads_blocked_in_io() {
     let e = std::net::TcpStream::connect(addr).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
 }
+
+/// An accept that completes while shutdown is under way hands its
+/// connection over or leaves it queued: it never accepts it and then
+/// unwinds, closing it unseen.
+#[test]
+fn an_accept_completed_as_the_runtime_shuts_down_loses_no_connection() {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let rt = rt(1);
+    let l = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+    let addr = l.local_addr().unwrap();
+    let got = Arc::new(AtomicUsize::new(0));
+    let (l2, g2) = (l.clone(), got.clone());
+    drop(rt.spawn(move || {
+        // Busy without preemption points while shutdown asks to stop.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(100) {
+            std::hint::spin_loop();
+        }
+        if let Ok((s, _)) = l2.accept() {
+            g2.fetch_add(1, SeqCst);
+            std::mem::forget(s);
+        }
+    }));
+    std::thread::sleep(Duration::from_millis(20));
+    let _c = std::net::TcpStream::connect(addr).unwrap();
+    rt.shutdown();
+    drop(rt);
+    // Still queued? (The listener is nonblocking.)
+    // SAFETY: a plain accept4 on a listening socket we own; the returned
+    // descriptor, if any, is closed at once.
+    let fd = unsafe {
+        libc::accept4(
+            l.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_CLOEXEC,
+        )
+    };
+    let left = if fd >= 0 {
+        // SAFETY: `fd` was just returned by accept4 and is ours.
+        unsafe { libc::close(fd) };
+        1
+    } else {
+        0
+    };
+    assert_eq!(
+        got.load(SeqCst) + left,
+        1,
+        "the connection was accepted and dropped unseen"
+    );
+}

@@ -307,3 +307,45 @@ fn readiness_is_noticed_while_the_poller_runs_a_loop_without_preemption_points()
         );
     }
 }
+
+/// Spins for `d` without a preemption point.
+fn spin_for(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// A read that completes while shutdown is under way returns its bytes or
+/// leaves them in the socket: it never consumes them and then unwinds. (Its
+/// preemption point used to come after the call: the byte was read, then
+/// the green thread was unwound there and the byte lost.)
+#[test]
+fn a_read_completed_as_the_runtime_shuts_down_loses_no_bytes() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    let rt = rt(1);
+    let (a, b) = UnixStream::pair().unwrap();
+    let a = Arc::new(a);
+    let got = Arc::new(AtomicUsize::new(0));
+    let (a2, g2) = (a.clone(), got.clone());
+    drop(rt.spawn(move || {
+        // Busy without preemption points while shutdown asks to stop.
+        spin_for(Duration::from_millis(100));
+        let mut buf = [0u8; 16];
+        if let Ok(n) = (&*a2).read(&mut buf) {
+            g2.fetch_add(n, SeqCst);
+        }
+    }));
+    std::thread::sleep(Duration::from_millis(20));
+    (&b).write_all(b"x").unwrap();
+    rt.shutdown();
+    drop(rt);
+    a.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+    let left = (&*a).read(&mut [0u8; 16]).unwrap_or(0);
+    assert_eq!(
+        got.load(SeqCst) + left,
+        1,
+        "the byte was consumed by a read whose result was dropped"
+    );
+}

@@ -59,8 +59,9 @@ fn main() -> ExitCode {
             }
         }
     }
+    // Notes go to stderr (as schbench's do), so stdout holds only results.
     for n in &cfg.notes {
-        outln!("note: {n}");
+        eprintln!("note: {n}");
     }
     match run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,
@@ -267,8 +268,8 @@ fn run_latency(
             }
         }
         let title = format!(
-            "wake-up lateness, interval {} us, under hackbench -g {}",
-            lcfg.interval.as_micros(),
+            "wake-up lateness, interval {}, under hackbench -g {}",
+            opts::fmt_duration(lcfg.interval),
             lcfg.load.groups
         );
         write_plot(path, &title, "lateness (us)", &groups, series, true)?;

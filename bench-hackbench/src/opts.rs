@@ -54,8 +54,11 @@ const AFTER_HELP: &str = "\
 Backends: processes (fork, blocking fds; rt-tests' default), threads (OS threads, blocking fds;
 rt-tests' -T), green (eevdf-rt green threads on the runtime's own pipes, UnixStream and TcpStream,
 or channels; --workers pinned workers, --features scheduler switches), tokio (tokio tasks on tokio's
-UnixStream / pipe / TcpStream), all (every backend, then a comparison table with ratios to threads
-and tokio). -T is --backend threads, -P is --backend processes; conflicting choices are an error.
+UnixStream / pipe / TcpStream), all (every backend, then a comparison table whose 'vs threads' and
+'vs tokio' columns are speed-ups: threads' or tokio's time / this backend's time in hackbench mode,
+this backend's spawns/s / theirs in spawn mode; above 1 = faster). -T is --backend threads, -P is
+--backend processes; conflicting choices are an error. Notes (what --backend all leaves out) go to
+stderr.
 
 Hackbench (default mode): g groups of f senders and f receivers; every sender writes l messages
 of s bytes to every receiver of its group; every receiver must get exactly f*l messages (checked;
@@ -84,9 +87,13 @@ columns with the same settings.
 Spawn mode (--spawn): each of --spawners spawners repeatedly creates a task that exits at once
 and waits for it (processes: fork + waitpid, the child _exits; threads: std::thread spawn + join;
 green: green spawners, eevdf_rt::spawn + join; tokio: tokio::spawn + await) for --duration
-seconds, or -l spawns per spawner. Prints spawns/s. Green runs twice, with SPAWN_LOCAL (new tasks
-on the spawner's worker) and NO_SPAWN_LOCAL (on the idlest worker), and counts where the spawns
-went, unless --features sets SPAWN_LOCAL either way.
+seconds, or -l spawns per spawner. Prints spawns/s. Under --duration each spawner checks the
+deadline before every spawn, its first included (one that never got to spawn counts zero), so a
+run ends about one spawn after --duration. processes: at most one fork per CPU is in flight (forks
+from one process take turns in the kernel and slow down with its thread count); further spawners
+wait for a turn and see the deadline there. Green runs twice, with SPAWN_LOCAL (new tasks on the
+spawner's worker) and NO_SPAWN_LOCAL (on the idlest worker), and counts where the spawns went,
+unless --features sets SPAWN_LOCAL either way.
 
 Options belong to modes: -g/-f/-s/-p/-i/--transport set the load (hackbench, --latency);
 --interval, --nice-levels, --columns, --probe-slice are --latency's; --spawners is --spawn's; any
@@ -211,7 +218,8 @@ pub struct Cli {
     /// Spawn mode: spawn-and-exit throughput.
     #[arg(long)]
     pub spawn: bool,
-    /// Spawn mode: concurrent spawners [default: 1].
+    /// Spawn mode: concurrent spawners (1..=4096) [default: 1]; processes: at most one fork per
+    /// CPU in flight, the other spawners wait for a turn.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub spawners: Option<u32>,
     /// Write an SVG plot of the results to this file.
@@ -267,8 +275,8 @@ pub struct Config {
     /// `--json` target.
     pub json: Option<PathBuf>,
     /// What the options left out, for the user (`main` prints each as
-    /// `note: ...` before running): backends `--backend all` skips because
-    /// the mode or the transport does not exist on them.
+    /// `note: ...` on stderr before running): backends `--backend all`
+    /// skips because the mode or the transport does not exist on them.
     pub notes: Vec<String>,
 }
 
@@ -591,7 +599,7 @@ fn parse_io(s: &str) -> Result<eevdf_rt::io::IoDriver, String> {
 
 /// `d` in the largest unit that shows it exactly (`100us`, `1ms`, `86400s`),
 /// in the syntax the duration options read.
-fn fmt_duration(d: Duration) -> String {
+pub fn fmt_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns == 0 {
         return "0s".to_string();

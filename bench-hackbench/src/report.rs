@@ -3,9 +3,10 @@
 //!
 //! Owns: every format a user or a script reads — hackbench's header lines
 //! and `Time: S.mmm` exactly as rt-tests prints them, the per-probe latency
-//! table, the spawn rate line, and the `--backend all` comparisons (ratios
-//! to `threads`). Must not: run anything or decide exit codes; functions
-//! return strings so tests can check them.
+//! table, the spawn rate line, and the `--backend all` comparisons
+//! (speed-ups over `threads` and `tokio`: above 1 = faster). Must not: run
+//! anything or decide exit codes; functions return strings so tests can
+//! check them.
 
 use crate::backend::green::describe_features;
 use crate::backend::{
@@ -13,6 +14,7 @@ use crate::backend::{
     SpawnConfig, SpawnLimit, SpawnRun,
 };
 use crate::latency::Priority;
+use crate::opts::fmt_duration;
 use crate::policy::LoadPolicy;
 use std::fmt::Write as _;
 
@@ -78,16 +80,21 @@ pub fn hackbench_time(run: &HackbenchRun) -> String {
     s
 }
 
-/// Ratio of `value` to a reference backend's value, or "-" without one.
-fn ratio(value: f64, reference: Option<f64>) -> String {
-    match reference {
-        Some(t) if t > 0.0 => format!("{:.2}x", value / t),
+/// `numerator / denominator` as "N.NNx", or "-" when either is missing
+/// or the denominator is not positive.
+fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> String {
+    match (numerator, denominator) {
+        (Some(n), Some(d)) if d > 0.0 => format!("{:.2}x", n / d),
         _ => "-".to_string(),
     }
 }
 
-/// The `--backend all` hackbench table: time per backend and its ratios
-/// to threads and to tokio (above 1 = slower).
+/// What every "vs X" column of the comparison tables means.
+pub const VS_MEANS: &str = "speed-up: above 1 = faster than X";
+
+/// The `--backend all` hackbench table: time per backend and its speed-ups
+/// over threads and over tokio (the reference's time / this time: above 1
+/// = faster, as in the spawn table).
 pub fn hackbench_table(
     cfg: &HackbenchConfig,
     rows: &[(BackendKind, Outcome<HackbenchRun>)],
@@ -100,7 +107,7 @@ pub fn hackbench_table(
     };
     let (threads, tokio) = (time_of(BackendKind::Threads), time_of(BackendKind::Tokio));
     let mut s = format!(
-        "Comparison: {} groups x {} fds, {} loops, {} bytes, {}\n{:<10} {:>9} {:>11} {:>9} {:>12}\n",
+        "Comparison: {} groups x {} fds, {} loops, {} bytes, {}; vs X = X's time / this time ({VS_MEANS})\n{:<10} {:>9} {:>11} {:>9} {:>12}\n",
         cfg.groups,
         2 * cfg.fds,
         cfg.loops,
@@ -121,8 +128,8 @@ pub fn hackbench_table(
                     "{:<10} {:>9.3} {:>11} {:>9} {:>12}",
                     k.name(),
                     t,
-                    ratio(t, threads),
-                    ratio(t, tokio),
+                    ratio(threads, Some(t)),
+                    ratio(tokio, Some(t)),
                     r.messages
                 )
             }
@@ -147,7 +154,7 @@ pub fn latency_report(
 ) -> String {
     let l = &cfg.load;
     let mut s = format!(
-        "Latency mode, {} backend{}: {} probe(s), interval {} us, {:.1} s; load: hackbench {} groups x {} fds, {} bytes, {}\n",
+        "Latency mode, {} backend{}: {} probe(s), interval {}, duration {}; load: hackbench {} groups x {} fds, {} bytes, {}\n",
         kind.name(),
         if column.is_default() {
             String::new()
@@ -155,8 +162,8 @@ pub fn latency_report(
             format!(", column '{}'", column.label)
         },
         cfg.nice_levels.len(),
-        cfg.interval.as_micros(),
-        cfg.duration.as_secs_f64(),
+        fmt_duration(cfg.interval),
+        fmt_duration(cfg.duration),
         l.groups,
         2 * l.fds,
         l.datasize,
@@ -250,9 +257,9 @@ pub fn latency_markdown(cfg: &LatencyConfig, rows: &[(String, Outcome<LatencyRun
         if h.is_empty() { "default" } else { h }.to_string()
     };
     let mut s = format!(
-        "Markdown: wake-up lateness (us) of probes every {} us for {:.1} s under hackbench -g {} -f {} -s {} ({}), {} workers; min / avg / max (p99)\n\n| nice |",
-        cfg.interval.as_micros(),
-        cfg.duration.as_secs_f64(),
+        "Markdown: wake-up lateness (us) of probes every {} for {} under hackbench -g {} -f {} -s {} ({}), {} workers; min / avg / max (p99)\n\n| nice |",
+        fmt_duration(cfg.interval),
+        fmt_duration(cfg.duration),
         l.groups,
         l.fds,
         l.datasize,
@@ -319,7 +326,7 @@ pub fn latency_markdown(cfg: &LatencyConfig, rows: &[(String, Outcome<LatencyRun
 /// One backend's spawn result.
 pub fn spawn_report(kind: BackendKind, cfg: &SpawnConfig, run: &SpawnRun) -> String {
     let limit = match cfg.limit {
-        SpawnLimit::Duration(d) => format!("{:.1} s", d.as_secs_f64()),
+        SpawnLimit::Duration(d) => format!("duration {}", fmt_duration(d)),
         SpawnLimit::Iterations(n) => format!("{n} spawns per spawner"),
     };
     let runtime = match kind {
@@ -349,9 +356,9 @@ pub fn spawn_report(kind: BackendKind, cfg: &SpawnConfig, run: &SpawnRun) -> Str
     s
 }
 
-/// The multi-row spawn table: spawns/s, ratios to threads and to tokio
-/// (above 1 = faster), and where green put the new tasks (spawned on the
-/// spawner's own worker / elsewhere).
+/// The multi-row spawn table: spawns/s, speed-ups over threads and over
+/// tokio (this rate / the reference's rate: above 1 = faster), and where
+/// green put the new tasks (spawned on the spawner's own worker / elsewhere).
 pub fn spawn_table(rows: &[(String, BackendKind, Outcome<SpawnRun>)]) -> String {
     let rate_of = |kind: BackendKind| {
         rows.iter().find_map(|(_, k, o)| match o {
@@ -367,7 +374,7 @@ pub fn spawn_table(rows: &[(String, BackendKind, Outcome<SpawnRun>)]) -> String 
         .unwrap_or(0)
         .max(7);
     let mut s = format!(
-        "Comparison\n{:<w$} {:>12} {:>11} {:>9} {:>13} {:>14}\n",
+        "Comparison; vs X = this spawns/s / X's spawns/s ({VS_MEANS})\n{:<w$} {:>12} {:>11} {:>9} {:>13} {:>14}\n",
         "backend", "spawns/s", "vs threads", "vs tokio", "spawned local", "spawned remote"
     );
     for (label, _, o) in rows {
@@ -384,8 +391,8 @@ pub fn spawn_table(rows: &[(String, BackendKind, Outcome<SpawnRun>)]) -> String 
                     "{:<w$} {:>12.0} {:>11} {:>9} {:>13} {:>14}",
                     label,
                     r.rate(),
-                    ratio(r.rate(), threads),
-                    ratio(r.rate(), tokio),
+                    ratio(Some(r.rate()), threads),
+                    ratio(Some(r.rate()), tokio),
                     counter("spawned local"),
                     counter("spawned remote")
                 )
@@ -439,7 +446,7 @@ mod tests {
     }
 
     #[test]
-    fn comparison_has_ratios_to_threads() {
+    fn comparison_has_speed_ups_over_threads_and_tokio() {
         let run = |ms| {
             Outcome::Ran(HackbenchRun {
                 elapsed: Duration::from_millis(ms),
@@ -455,10 +462,94 @@ mod tests {
                 (BackendKind::Tokio, run(3000)),
             ],
         );
-        assert!(t.contains("0.50x"), "{t}");
-        assert!(t.contains("1.00x"), "{t}");
-        assert!(t.contains("3.00x"), "{t}");
-        assert!(t.contains("0.10x"), "{t}");
+        assert!(t.contains("vs X = X's time / this time"), "{t}");
+        assert!(t.contains("above 1 = faster than X"), "{t}");
+        let row = |name: &str| -> Vec<String> {
+            t.lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("no {name} row: {t}"))
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        // Faster than threads (half the time): 2x; slower: below 1.
+        assert_eq!(row("processes")[2..4], ["2.00x", "6.00x"], "{t}");
+        assert_eq!(row("threads")[2..4], ["1.00x", "3.00x"], "{t}");
+        assert_eq!(row("green")[2..4], ["10.00x", "30.00x"], "{t}");
+        assert_eq!(row("tokio")[2..4], ["0.33x", "1.00x"], "{t}");
+    }
+
+    #[test]
+    fn comparison_without_a_reference_shows_a_dash() {
+        let t = hackbench_table(
+            &cfg(),
+            &[
+                (
+                    BackendKind::Green,
+                    Outcome::Ran(HackbenchRun {
+                        elapsed: Duration::from_millis(100),
+                        ..Default::default()
+                    }),
+                ),
+                (BackendKind::Threads, Outcome::Failed("boom".into())),
+            ],
+        );
+        let green = t.lines().find(|l| l.starts_with("green")).unwrap();
+        assert_eq!(green.split_whitespace().nth(2), Some("-"), "{t}");
+        assert!(t.contains("threads       FAILED (boom)"), "{t}");
+    }
+
+    #[test]
+    fn reports_print_durations_exactly() {
+        use crate::latency::{Priority, ProbeResult};
+        let mut lcfg = LatencyConfig {
+            load: cfg(),
+            interval: Duration::from_nanos(1500),
+            duration: Duration::from_millis(30),
+            nice_levels: vec![0],
+        };
+        let run = LatencyRun {
+            probes: vec![ProbeResult {
+                nice: 0,
+                priority: Priority::Applied,
+                cycles: 1,
+                overruns: 0,
+                min_ns: 0,
+                avg_ns: 0,
+                p50_ns: 0,
+                p99_ns: 0,
+                max_ns: 0,
+            }],
+            load_messages: 0,
+            notes: Vec::new(),
+            counters: Vec::new(),
+        };
+        let col = crate::backend::LatencyColumn::default_column();
+        let r = latency_report(BackendKind::Threads, &lcfg, &col, &run);
+        assert!(r.contains("interval 1500ns, duration 30ms;"), "{r}");
+        lcfg.duration = Duration::from_millis(50);
+        lcfg.interval = Duration::from_millis(1);
+        let rows = vec![("green".to_string(), Outcome::Ran(run.clone()))];
+        let m = latency_markdown(&lcfg, &rows);
+        assert!(m.contains("probes every 1ms for 50ms under"), "{m}");
+        for (d, shown) in [
+            (Duration::from_millis(30), "duration 30ms"),
+            (Duration::from_millis(50), "duration 50ms"),
+            (Duration::from_secs(5), "duration 5s"),
+        ] {
+            let scfg = SpawnConfig {
+                spawners: 2,
+                limit: SpawnLimit::Duration(d),
+                runtime: cfg().runtime,
+            };
+            let s = spawn_report(BackendKind::Threads, &scfg, &SpawnRun::default());
+            assert!(
+                s.starts_with(&format!(
+                    "Spawn test, threads backend: 2 spawner(s), {shown}\n"
+                )),
+                "{s}"
+            );
+        }
     }
 
     #[test]
@@ -534,7 +625,15 @@ mod tests {
             ),
             ("tokio".into(), BackendKind::Tokio, run(20, vec![])),
         ]);
+        assert!(t.contains("vs X = this spawns/s / X's spawns/s"), "{t}");
+        assert!(t.contains("above 1 = faster than X"), "{t}");
         assert!(t.contains("100.00x") && t.contains("2.00x"), "{t}");
+        let threads = t.lines().find(|l| l.starts_with("threads")).unwrap();
+        // threads is 50 times slower than tokio: 0.02x.
+        assert!(
+            threads.contains("1.00x") && threads.contains("0.02x"),
+            "{t}"
+        );
         assert!(t.contains("1000              0"), "{t}");
     }
 }

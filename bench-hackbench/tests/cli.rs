@@ -236,18 +236,31 @@ fn green_runs_every_transport_and_names_its_features() {
         );
         assert_eq!(out.matches("Time: ").count(), 1, "{out}");
     }
-    // `all` with channels runs green alone (the others have no channels).
-    let out = succeeds(
-        "--backend all --transport channel -g 1 -f 2 -l 10 --stats",
-        &[],
-    );
+    // `all` with channels runs green alone (the others have no channels),
+    // with a note on stderr for each backend left out; stdout has none.
+    let o = run(&[
+        "--backend",
+        "all",
+        "--transport",
+        "channel",
+        "-g",
+        "1",
+        "-f",
+        "2",
+        "-l",
+        "10",
+        "--stats",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(out.matches("Time: ").count(), 1, "{out}");
+    assert!(!out.contains("note:"), "notes belong on stderr: {out}");
     for skipped in ["processes", "threads", "tokio"] {
         assert!(
-            out.contains(&format!(
+            err.contains(&format!(
                 "note: --transport channel does not apply to the {skipped} backend"
             )),
-            "{out}"
+            "{err}"
         );
     }
     assert!(out.contains("eevdf-rt channels"), "{out}");
@@ -271,9 +284,131 @@ fn help_documents_every_mode() {
         "1..=256",
         "Options belong to modes",
         "slice= with --probe-slice",
+        // What the comparison columns mean, and where notes go.
+        "'vs tokio' columns are speed-ups",
+        "above 1 = faster",
+        "Notes (what --backend all leaves out) go to",
+        // The spawn test's deadline.
+        "deadline before every spawn, its first included",
     ] {
-        assert!(out.contains(needle), "--help lacks {needle}");
+        assert!(out.contains(needle), "--help lacks {needle:?}");
     }
+}
+
+/// `--latency --backend all` leaves processes out with a note on stderr,
+/// not in the report on stdout.
+#[test]
+fn notes_go_to_stderr() {
+    let o = run(&[
+        "--latency",
+        "--backend",
+        "all",
+        "--duration",
+        "0.02",
+        "-g",
+        "1",
+        "-f",
+        "1",
+        "--nice-levels",
+        "0",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        err.contains("note: --latency does not apply to the processes backend"),
+        "{err}"
+    );
+    assert!(!out.contains("does not apply to the processes"), "{out}");
+}
+
+/// Every "vs X" column is a speed-up (X's time / this time; above 1 =
+/// faster), as the title line of the table says: the threads row is 1.00x
+/// vs threads, and each row's "vs threads" is threads' time / its time.
+#[test]
+fn comparison_columns_are_speed_ups() {
+    let out = succeeds("--backend all -g 1 -f 4 -l 3000", &[]);
+    assert!(
+        out.contains("; vs X = X's time / this time (speed-up: above 1 = faster than X)"),
+        "{out}"
+    );
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Comparison"))
+        .skip(2)
+        .take(4)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let time = |name: &str| -> f64 {
+        rows.iter().find(|r| r[0] == name).unwrap()[1]
+            .parse()
+            .unwrap()
+    };
+    for r in &rows {
+        let t: f64 = r[1].parse().unwrap();
+        if t >= 0.02 && time("threads") >= 0.02 {
+            // Printed to 3 decimals: compare loosely.
+            let shown: f64 = r[2].trim_end_matches('x').parse().unwrap();
+            let expected = time("threads") / t;
+            assert!(
+                (shown - expected).abs() <= 0.1 * expected + 0.02,
+                "{}: {shown} vs {expected}\n{out}",
+                r[0]
+            );
+        }
+    }
+    assert_eq!(rows.iter().find(|r| r[0] == "threads").unwrap()[2], "1.00x");
+    assert_eq!(rows.iter().find(|r| r[0] == "tokio").unwrap()[3], "1.00x");
+}
+
+/// Durations are printed exactly, in the options' own syntax, not rounded
+/// to 0.1 s or to whole microseconds.
+#[test]
+fn durations_print_exactly() {
+    let out = succeeds(
+        "--latency --backend threads --duration 0.03 --interval 1500ns -g 1 -f 1 --nice-levels 0",
+        &[],
+    );
+    assert!(
+        out.contains("1 probe(s), interval 1500ns, duration 30ms;"),
+        "{out}"
+    );
+    let out = succeeds(
+        "--latency --backend green --duration 0.05 -g 1 -f 1 --nice-levels 0 --workers 1",
+        &[],
+    );
+    assert!(out.contains("interval 1ms, duration 50ms;"), "{out}");
+    assert!(out.contains("probes every 1ms for 50ms under"), "{out}");
+    let out = succeeds("--spawn --backend threads --duration 0.05", &[]);
+    assert!(
+        out.contains("Spawn test, threads backend: 1 spawner(s), duration 50ms\n"),
+        "{out}"
+    );
+}
+
+/// `--spawn --duration` ends near the deadline however many spawners fork:
+/// each checks the deadline before every fork, the first included, and
+/// waits for its turn where it can see it. 2048 spawners used to run their
+/// first forks one after another, each slower for the 2048 threads (about
+/// 30 s on a 2-CPU machine for a 0.1 s run); the bound here is generous.
+#[test]
+fn many_process_spawners_stop_near_the_deadline() {
+    let started = std::time::Instant::now();
+    let out = succeeds(
+        "--spawn --backend processes --spawners 2048 --duration 0.1",
+        &[],
+    );
+    let wall = started.elapsed();
+    let measured: f64 = out
+        .split(" spawns in ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no 'spawns in S s': {out}"));
+    assert!(
+        (0.1..10.0).contains(&measured),
+        "measured {measured} s: {out}"
+    );
+    assert!(wall.as_secs() < 30, "{wall:?}: {out}");
 }
 
 #[test]
@@ -386,8 +521,14 @@ fn tiny_latency_and_spawn_runs_with_plots() {
         "--spawn --backend all --duration 0.3",
         &[("--plot", &spawn_svg)],
     );
-    // 5 reports (green twice: SPAWN_LOCAL and NO_SPAWN_LOCAL) + table header
-    assert_eq!(out.matches("spawns/s").count(), 6, "{out}");
+    // 5 reports (green twice: SPAWN_LOCAL and NO_SPAWN_LOCAL), then the table.
+    assert_eq!(out.matches(" spawns in ").count(), 5, "{out}");
+    assert!(
+        out.contains(
+            "Comparison; vs X = this spawns/s / X's spawns/s (speed-up: above 1 = faster than X)"
+        ),
+        "{out}"
+    );
     assert!(out.contains("green NO_SPAWN_LOCAL"), "{out}");
     assert!(out.contains("spawned remote"), "{out}");
     let svg = std::fs::read_to_string(&spawn_svg).unwrap();

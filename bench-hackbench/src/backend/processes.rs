@@ -6,7 +6,8 @@
 //! the parent closes the "go" pipe to release everyone at once), reaping
 //! (all children, only ours, killing the rest when one fails), the shared
 //! memory where children leave their counts for `verify`, and the spawn
-//! step (`fork` + `waitpid`, child `_exit(0)`).
+//! step (`fork` + `waitpid`, child `_exit(0)`, at most one `fork` per CPU
+//! in flight: [`ForkSlots`]).
 //!
 //! Must not: let a child run any of the parent's code after `fork` other
 //! than the async-signal-safe loops in `workload` (no allocation, no locks,
@@ -18,6 +19,7 @@
 use super::{BackendKind, HackbenchConfig, HackbenchRun, SpawnBackend, SpawnConfig, SpawnRun};
 use crate::error::BenchError;
 use crate::policy::KernelPolicy;
+use crate::spawn::Go;
 use crate::transport::{make_channels, pipe, read_some, write_all};
 use crate::verify::{check_receiver, Received, VerifyError};
 use crate::workload::{receive_messages, Loops, SendFn};
@@ -26,6 +28,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
 /// Child exit code: an I/O error.
@@ -500,16 +503,86 @@ impl SpawnBackend for Processes {
     }
 }
 
-/// One spawn step: `fork`, the child `_exit(0)`s at once, `waitpid` on it.
-fn fork_and_wait() -> io::Result<()> {
+/// The spawn test's `fork`s in flight at once: at most one per CPU.
+///
+/// Forks from one process take turns in the kernel (each copies the
+/// parent's memory map under its lock), and each takes longer the more
+/// threads (stacks) the process has, so with thousands of spawners the
+/// forks already inside `fork()` when the `--duration` deadline passes
+/// would run on for minutes (`--spawners 4096 --duration 1` took 126 s).
+/// Spawners beyond the CPUs wait here instead, where they see the deadline
+/// and give up. With at most one spawner per CPU no one ever waits.
+struct ForkSlots {
+    busy: Mutex<usize>,
+    freed: Condvar,
+}
+
+static FORK_SLOTS: ForkSlots = ForkSlots {
+    busy: Mutex::new(0),
+    freed: Condvar::new(),
+};
+
+/// A taken fork slot; dropping it gives it back.
+struct ForkSlot;
+
+impl ForkSlots {
+    /// The number of slots: the CPUs this process may run on.
+    fn limit() -> usize {
+        static LIMIT: OnceLock<usize> = OnceLock::new();
+        *LIMIT.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, usize> {
+        self.busy.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for a free slot while `go` is on; `None` once it is off.
+    fn take(&self, go: &Go) -> Option<ForkSlot> {
+        let mut busy = self.lock();
+        loop {
+            if !go.on() {
+                drop(busy);
+                // The wakeup that brought us here may have been meant
+                // for a spawner that would take the slot: pass it on.
+                self.freed.notify_one();
+                return None;
+            }
+            if *busy < Self::limit() {
+                *busy += 1;
+                return Some(ForkSlot);
+            }
+            busy = self
+                .freed
+                .wait(busy)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+impl Drop for ForkSlot {
+    fn drop(&mut self) {
+        *FORK_SLOTS.lock() -= 1;
+        FORK_SLOTS.freed.notify_one();
+    }
+}
+
+/// One spawn step: `fork` (once a fork slot is free, and only if the run
+/// still wants spawns then), the child `_exit(0)`s at once, `waitpid` on it.
+fn fork_and_wait(go: &Go) -> io::Result<bool> {
+    let Some(slot) = FORK_SLOTS.take(go) else {
+        return Ok(false);
+    };
     // SAFETY: the child calls only _exit.
     let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
     if pid == 0 {
+        // Not even the slot's drop: the child must not touch the lock.
         // SAFETY: _exit never returns and runs no destructors or atexit hooks.
         unsafe { libc::_exit(0) };
+    }
+    let fork_error = (pid < 0).then(io::Error::last_os_error);
+    drop(slot);
+    if let Some(e) = fork_error {
+        return Err(e);
     }
     let mut status = 0;
     loop {
@@ -524,7 +597,7 @@ fn fork_and_wait() -> io::Result<()> {
         }
     }
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        Ok(())
+        Ok(true)
     } else {
         Err(io::Error::other(format!(
             "spawned child ended with wait status {status:#x}"

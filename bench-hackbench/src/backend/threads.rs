@@ -190,8 +190,9 @@ pub(crate) fn os_spawn_run(
 }
 
 /// One spawn step: a `std::thread` that returns at once, then `join`.
-fn spawn_and_join() -> io::Result<()> {
+fn spawn_and_join(_: &crate::spawn::Go) -> io::Result<bool> {
     let h = std::thread::Builder::new().spawn(|| {})?;
     h.join()
-        .map_err(|_| io::Error::other("spawned thread panicked"))
+        .map_err(|_| io::Error::other("spawned thread panicked"))?;
+    Ok(true)
 }

@@ -45,10 +45,11 @@ impl SpawnBackend for GreenSpawn {
 }
 
 /// One spawn step: an empty green thread, then `join`.
-fn spawn_and_join() -> io::Result<()> {
+fn spawn_and_join(_: &crate::spawn::Go) -> io::Result<bool> {
     eevdf_rt::spawn(|| ())
         .join()
-        .map_err(|_| io::Error::other("a spawned green thread failed"))
+        .map_err(|_| io::Error::other("a spawned green thread failed"))?;
+    Ok(true)
 }
 
 /// The green spawn rows to run: with the user's `--features` as given if

@@ -9,7 +9,8 @@
 //!
 //! * hackbench: `groups`, `fds`, `loops`, `datasize`, `transport`,
 //!   `policy` (`"normal"` or `"batch"`; null for tokio, which has none),
-//!   `features`, `workers`, `time_s`, `messages`;
+//!   `features` (green only, else null), `workers` (green and tokio, else
+//!   null), `time_s`, `messages`;
 //! * latency: `interval_us`, `duration_s`, `load_messages`, `probes` (per
 //!   nice level: `nice`, `priority`, `cycles`, `overruns`, `min_us`,
 //!   `avg_us`, `p50_us`, `p99_us`, `max_us`), `counters`;
@@ -62,8 +63,14 @@ pub fn hackbench(cfg: &HackbenchConfig, kind: BackendKind, o: &Outcome<Hackbench
         m.insert("transport".into(), json!(cfg.transport.describe()));
         let policy = kind.has_policy().then(|| cfg.policy.to_string());
         m.insert("policy".into(), json!(policy));
-        m.insert("features".into(), json!(cfg.runtime.features));
-        m.insert("workers".into(), json!(cfg.runtime.workers));
+        // Only the green backend has feature switches, and only the two
+        // runtimes have worker threads: null for the others.
+        let features = (kind == BackendKind::Green)
+            .then(|| cfg.runtime.features.clone())
+            .flatten();
+        m.insert("features".into(), json!(features));
+        let workers = kind.has_runtime().then_some(cfg.runtime.workers);
+        m.insert("workers".into(), json!(workers));
         m.insert("time_s".into(), json!(r.elapsed.as_secs_f64()));
         m.insert("messages".into(), json!(r.messages));
     })

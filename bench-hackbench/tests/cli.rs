@@ -468,6 +468,11 @@ fn json_rows_and_a_green_trace() {
             "normal".into()
         };
         assert_eq!(r["policy"], policy, "{r}");
+        // Worker threads only for the runtimes; feature switches only for
+        // green (default: null there too).
+        let runtime = r["backend"] == "green" || r["backend"] == "tokio";
+        assert_eq!(r["workers"].is_u64(), runtime, "{r}");
+        assert!(r["features"].is_null(), "{r}");
     }
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(about = "TCP echo server on green threads, with a verifying load generator")]
 struct Args {
-    /// Worker threads of the runtime [default: the CPUs available]
+    /// Worker threads of the runtime, 1..=256 [default: the CPUs available]
     #[arg(long)]
     workers: Option<usize>,
     /// Concurrent client connections

@@ -112,10 +112,10 @@ struct Args {
     /// Warm-up seconds per runtime and round (not measured; 0 ..= 3600, 0 = none)
     #[arg(long, default_value = "0.2", value_parser = cli::parse_warmup_secs)]
     warmup: Duration,
-    /// Rounds: each runtime runs this many times, interleaved (ABBA), results summed
+    /// Rounds, 1..=100: each runtime runs this many times, interleaved (ABBA), results summed
     #[arg(long, default_value_t = 3)]
     rounds: u32,
-    /// Worker threads of each runtime [default: the CPUs available]
+    /// Worker threads of each runtime, 1..=256 [default: the CPUs available]
     #[arg(long)]
     workers: Option<usize>,
     /// Requests per second, open loop

@@ -10,6 +10,25 @@
 //! (`io::poll`, `compat`) and the timer futures (`time`) wake these
 //! wakers, so futures written against tokio's I/O traits run here too.
 //!
+//! # No switch inside a poll
+//!
+//! A future's `poll` runs on one OS thread from start to end: while a
+//! green thread is inside [`block_on_future`]'s poll, the runtime's own
+//! preemption points (a spawn from an executor, a wake, an I/O poll) do
+//! not switch, so the green thread cannot move to another worker thread
+//! in the middle of the poll. Async libraries keep per-thread caches
+//! (hyper's date header is a `thread_local!` `RefCell`), and the compiler
+//! may compute a thread-local's address once for a whole function: a
+//! switch inside the poll, then a resume on another thread, would make
+//! the rest of that poll use the first thread's copy while that thread
+//! uses it too. (For the same reason each poll is a call of its own, never
+//! inlined into the loop that parks between polls.) Instead, a runtime I/O poll that finds a preemption due
+//! wakes its own waker and returns `Pending` (as tokio's cooperative
+//! budget does), and `block_on_future` passes the preemption point
+//! between polls. Only a blocking call inside a poll (a lock, a channel)
+//! and an explicit [`yield_now`](crate::yield_now) or
+//! [`preempt_point`](crate::preempt_point) still switch there.
+//!
 //! # No lost wakeup
 //!
 //! The waker stores `notified = true` (`SeqCst`) and then wakes the
@@ -29,7 +48,7 @@ use crate::wake::waiter::{self, Waiter};
 use std::future::Future;
 use std::io;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -90,7 +109,11 @@ pub fn block_on_future<F: Future>(fut: F) -> F::Output {
     let mut cx = Context::from_waker(&waker);
     let mut fut = pin!(fut);
     loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+        let polled = {
+            let _inside = Polling::enter();
+            poll_once(fut.as_mut(), &mut cx)
+        };
+        if let Poll::Ready(v) = polled {
             signal.done.store(true, Ordering::Relaxed);
             return v;
         }
@@ -100,6 +123,56 @@ pub fn block_on_future<F: Future>(fut: F) -> F::Output {
             waiter::park(|| signal.notified.load(Ordering::SeqCst), None);
         }
     }
+}
+
+/// One poll, never inlined into [`block_on_future`]'s loop: the compiler
+/// would otherwise be free to compute the address of a thread-local the
+/// future uses once, before the loop, and use it after the park in between
+/// resumed the green thread on another worker thread (module docs).
+#[inline(never)]
+fn poll_once<F: Future>(fut: std::pin::Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    fut.poll(cx)
+}
+
+/// Marks the calling green thread as inside a poll while it lives (module
+/// docs, "No switch inside a poll"); nothing on an OS thread.
+struct Polling(Option<&'static AtomicU32>);
+
+impl Polling {
+    fn enter() -> Polling {
+        Polling(crate::worker::tls::current().map(|me| {
+            me.polling.fetch_add(1, Ordering::Relaxed);
+            &me.polling
+        }))
+    }
+}
+
+impl Drop for Polling {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            p.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether the calling green thread is inside a [`block_on_future`] poll.
+#[inline]
+pub(crate) fn polling_now() -> bool {
+    crate::worker::tls::current().is_some_and(|me| me.polling.load(Ordering::Relaxed) != 0)
+}
+
+/// The preemption point of a runtime I/O poll, before its system call.
+/// Inside a [`block_on_future`] poll it does not switch: it answers
+/// whether a preemption is due, and then the poll wakes its waker and
+/// returns `Pending`, so that `block_on_future` switches between polls
+/// (module docs). Under another executor it is an ordinary preemption
+/// point and answers `false`.
+pub(crate) fn poll_preempt_point() -> bool {
+    if polling_now() {
+        return crate::runtime::api::preempt_due();
+    }
+    crate::preempt_point();
+    false
 }
 
 /// Runs `fut` as a green task on the calling green thread's runtime and

@@ -227,3 +227,54 @@ fn shared_state_future_woken_via_arc_waker() {
         assert_eq!(rt.block_on(move || eevdf_rt::block_on_future(Fut(s3))), 11);
     });
 }
+
+/// Inside a `block_on_future` poll the runtime's own preemption points — a
+/// spawn, here, with a reschedule due — do not switch: nothing else runs
+/// on the worker until the poll returns (a switch there could resume the
+/// rest of the poll on another thread, `future` module docs). The poll's
+/// end is still a preemption point: the other task gets its turns.
+#[test]
+fn a_spawn_inside_a_poll_does_not_switch_out_of_it() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+    within(Duration::from_secs(60), || {
+        let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+        let inside = Arc::new(AtomicBool::new(false));
+        let violations = Arc::new(AtomicU32::new(0));
+        let turns = Arc::new(AtomicU32::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let other = {
+            let (inside, violations, turns, stop) =
+                (inside.clone(), violations.clone(), turns.clone(), stop.clone());
+            rt.spawn(move || {
+                while !stop.load(SeqCst) {
+                    if inside.load(SeqCst) {
+                        violations.fetch_add(1, SeqCst);
+                    }
+                    turns.fetch_add(1, SeqCst);
+                    eevdf_rt::yield_now();
+                }
+            })
+        };
+        let (i2, s2) = (inside.clone(), stop.clone());
+        rt.block_on(move || {
+            for _ in 0..20 {
+                eevdf_rt::block_on_future(std::future::poll_fn(|_cx| {
+                    i2.store(true, SeqCst);
+                    // Past a tick and the slice: a switch is due.
+                    let t = Instant::now();
+                    while t.elapsed() < Duration::from_millis(3) {
+                        std::hint::spin_loop();
+                    }
+                    drop(eevdf_rt::spawn(|| {}));
+                    i2.store(false, SeqCst);
+                    Poll::Ready(())
+                }));
+                eevdf_rt::yield_now();
+            }
+            s2.store(true, SeqCst);
+        });
+        other.join().unwrap();
+        assert_eq!(violations.load(SeqCst), 0, "another task ran inside a poll");
+        assert!(turns.load(SeqCst) > 0, "the other task never ran");
+    });
+}

@@ -67,8 +67,13 @@ impl<T: AsRawFd> Source<T> {
         // As in the blocking path (`Source::do_io`): an I/O call is a
         // preemption point, so a future that never waits cannot keep its
         // worker; it comes before the call, so that a green thread unwound
-        // there drops no completed result.
-        crate::preempt_point();
+        // there drops no completed result. Inside `block_on_future` it does
+        // not switch: a due preemption makes the poll yield instead
+        // (`future`, "No switch inside a poll").
+        if crate::future::poll_preempt_point() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         loop {
             let reg = self.registered();
             let snap = reg.map_or(0, |(_, sched)| sched.snapshot());

@@ -173,9 +173,14 @@ fn lone_yield(me: &crate::task::Tcb) -> bool {
 /// });
 /// assert_eq!(sum, (0..100_000u64).map(|i| i * i).sum::<u64>());
 /// ```
+///
+/// Called inside a future's poll (under [`block_on_future`](crate::block_on_future)),
+/// it still switches when one is due: the caller asked for it. The
+/// runtime's own preemption points in spawns, wakes and I/O polls do not
+/// switch there (see `block_on_future`).
 #[inline]
 pub fn preempt_point() {
-    preempt_point_at(None);
+    preempt_point_inner(None, true);
 }
 
 /// [`preempt_point`], checking the clock-driven duties against `now` if
@@ -186,12 +191,23 @@ pub fn preempt_point() {
 /// point; it never serves one early.
 #[inline]
 pub(crate) fn preempt_point_at(now: Option<u64>) {
+    preempt_point_inner(now, false);
+}
+
+/// `explicit`: the user's own [`preempt_point`], which switches even inside
+/// a future's poll.
+#[inline]
+fn preempt_point_inner(now: Option<u64>, explicit: bool) {
     if let Some((sh, i, own)) = tls::worker_own() {
         let w = &sh.workers[i];
         // `own` differs from the word only if the worker was handed to
         // another thread while this green thread ran (worker::handoff).
         if w.flags() != 0 || w.own.load() != own || w.event_due(now.unwrap_or_else(clock::now)) {
-            preempt_slow();
+            // Not inside a future's poll (`future`, "No switch inside a
+            // poll"): its executor passes a preemption point between polls.
+            if explicit || !crate::future::polling_now() {
+                preempt_slow();
+            }
         } else if sh.uring.is_some() {
             // I/O hook (io_uring driver): completions that arrived while
             // this green thread ran are delivered now, not at the next tick.
@@ -201,6 +217,18 @@ pub(crate) fn preempt_point_at(now: Option<u64>) {
         // Not on a worker: an OS thread, or a green thread that shutdown
         // unwinds, which may owe a deferred cancellation.
         crate::task::raise_deferred_cancellation();
+    }
+}
+
+/// Whether a preemption point here would take its slow path (a switch or
+/// a duty is due), without taking it; `false` off the workers.
+pub(crate) fn preempt_due() -> bool {
+    match tls::worker_own() {
+        Some((sh, i, own)) => {
+            let w = &sh.workers[i];
+            w.flags() != 0 || w.own.load() != own || w.event_due(clock::now())
+        }
+        None => false,
     }
 }
 

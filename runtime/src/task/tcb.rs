@@ -92,6 +92,10 @@ pub(crate) struct Tcb {
     /// Unique id (per process).
     pub(crate) id: u64,
     // ---- the rest ----
+    /// How many `block_on_future` polls this green thread is inside (it
+    /// alone writes it): preemption points do not switch meanwhile
+    /// (`future`, "No switch inside a poll").
+    pub(crate) polling: AtomicU32,
     /// Workers it may run on. Read by wakers (placement), written only by
     /// `set_affinity`: it keeps the entity off the lines the waker writes.
     pub(crate) affinity: WorkerMask,
@@ -168,6 +172,7 @@ impl Tcb {
             slot: AtomicU32::new(NO_SLOT),
             entity: EntitySlot(UnsafeCell::new(Some(entity))),
             affinity,
+            polling: AtomicU32::new(0),
             nice: AtomicI8::new(nice),
             slice_ns: AtomicU64::new(slice),
             context: ContextCell(UnsafeCell::new(None)),

@@ -243,8 +243,12 @@ fn a_spawn_inside_a_poll_does_not_switch_out_of_it() {
         let turns = Arc::new(AtomicU32::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let other = {
-            let (inside, violations, turns, stop) =
-                (inside.clone(), violations.clone(), turns.clone(), stop.clone());
+            let (inside, violations, turns, stop) = (
+                inside.clone(),
+                violations.clone(),
+                turns.clone(),
+                stop.clone(),
+            );
             rt.spawn(move || {
                 while !stop.load(SeqCst) {
                     if inside.load(SeqCst) {

@@ -419,20 +419,10 @@ fn block_inner<S, T>(
             std::mem::forget(unlinker);
             return (Some(t), switched);
         }
-        let served_or_leave = || {
-            let mut g = lock.lock();
-            if node.token.load(Ordering::Relaxed) != WAITING {
-                return true;
-            }
-            list(&mut g).unlink(node);
-            on_leave(&mut g);
-            node.token.store(LEFT, Ordering::Relaxed);
-            false
-        };
         let (awake, sw) = platform::park_reporting_or_cancel(
             || node.token.load(Ordering::SeqCst) != WAITING,
             deadline,
-            served_or_leave,
+            || served_or_leave(lock, list, on_leave, node),
         );
         switched |= sw;
         if !awake {
@@ -447,6 +437,27 @@ fn block_inner<S, T>(
             return (Some(t), switched);
         }
     }
+}
+
+/// Shutdown unwinds a sleeper whose node is (or was) in `list`: whether a
+/// waker served it (it keeps the token), else — in the same critical
+/// section, so that no waker can serve it afterwards — unlinks the node,
+/// runs `on_leave` and marks it `LEFT` (the unwinding's [`Unlinker`] then
+/// leaves it alone).
+fn served_or_leave<S, T>(
+    lock: &Lock<S>,
+    list: fn(&mut S) -> &mut List<T>,
+    on_leave: fn(&mut S),
+    node: &Node<T>,
+) -> bool {
+    let mut g = lock.lock();
+    if node.token.load(Ordering::Relaxed) != WAITING {
+        return true;
+    }
+    list(&mut g).unlink(node);
+    on_leave(&mut g);
+    node.token.store(LEFT, Ordering::Relaxed);
+    false
 }
 
 /// Waiters taken out of lists under a lock, woken after it is released.
@@ -496,5 +507,42 @@ impl WakeSet {
                 platform::wake(w);
             }
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// Shutdown settles a sleeper's node while a waker pops the list: the
+    /// token goes to exactly one side. Either the waker handed the node its
+    /// token and the sleeper keeps it (served), or the sleeper unlinked the
+    /// node and the waker found nobody; the list is empty afterwards and
+    /// `on_leave` ran exactly when the sleeper left.
+    #[test]
+    fn loom_shutdown_settles_a_node_against_a_waker() {
+        loom::model(|| {
+            let lock = Arc::new(Lock::new((List::<()>::new(), 0u32)));
+            let node = Node::new(0, None);
+            lock.lock().0.push(&node, false);
+            let l2 = lock.clone();
+            let waker = thread::spawn(move || {
+                let w = l2.lock().0.wake_front(7);
+                let found = w.is_some();
+                if let Some(w) = w {
+                    platform::wake(w);
+                }
+                found
+            });
+            let served = served_or_leave(&lock, |s| &mut s.0, |s| s.1 += 1, &node);
+            let found = waker.join().unwrap();
+            assert_eq!(served, found, "the token must go to exactly one side");
+            let g = lock.lock();
+            assert!(g.0.is_empty());
+            assert_eq!(g.1, u32::from(!served), "on_leave runs only for a leave");
+            assert_eq!(node.was_woken(), served);
+        });
     }
 }

@@ -370,3 +370,47 @@ fn a_trace_the_allocator_refuses_is_an_error_and_keeps_the_running_one() {
         out.status
     );
 }
+
+/// `set_nice` and `set_slice` leave a finished task alone: what `nice()`
+/// and `slice()` report does not change after it exited.
+#[test]
+fn setting_nice_or_slice_of_a_finished_task_changes_nothing() {
+    with_timeout(30, "finished task attributes", || {
+        let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+        let h = rt.spawn(|| ());
+        let t = h.task();
+        h.join().unwrap();
+        while !t.is_finished() {
+            std::thread::yield_now();
+        }
+        let slice = t.slice();
+        t.set_nice(10).unwrap();
+        t.set_slice(Some(Duration::from_micros(300))).unwrap();
+        assert_eq!(t.nice(), 0, "a finished task's nice changed");
+        assert_eq!(t.slice(), slice, "a finished task's slice changed");
+        assert!(!t.has_custom_slice());
+    });
+}
+
+/// Going back to the base slice on a blocked task shows at once in its
+/// statistics, as in `slice()`.
+#[test]
+fn a_blocked_task_back_on_the_base_slice_reports_it_everywhere() {
+    with_timeout(30, "slice back to base", || {
+        let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+        let (go, wait) = eevdf_rt::sync::channel::bounded::<()>(1);
+        let h = rt.spawn(move || wait.recv().unwrap());
+        let t = h.task();
+        // Blocked in its receive: it has switched out once.
+        while t.stats().switches == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        t.set_slice(Some(Duration::from_micros(300))).unwrap();
+        assert_eq!(t.stats().slice, Duration::from_micros(300));
+        t.set_slice(None).unwrap();
+        let (slice, stats) = (t.slice(), t.stats().slice);
+        go.send(()).unwrap();
+        h.join().unwrap();
+        assert_eq!(slice, stats, "Task::slice and TaskStats::slice disagree");
+    });
+}

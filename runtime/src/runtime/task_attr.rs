@@ -99,14 +99,19 @@ impl Task {
     /// ```
     pub fn set_nice(&self, nice: i32) -> Result<(), Error> {
         nice_index(nice)?;
+        let t = &self.tcb;
+        // The mirrors `nice()` and `slice()` read change with the entity,
+        // under the same locks (so concurrent setters cannot leave them
+        // behind it), and not at all for a finished task.
+        let mirror = || {
+            let custom = t.custom_slice();
+            t.set_mirrors(nice, (custom != 0).then_some(custom));
+        };
         self.change(|found, now| match found {
-            Found::Queued { rq, slot } => rq.q.reweight(slot, nice, now),
-            Found::Saved(e) => e.set_nice_unqueued(nice),
+            Found::Queued { rq, slot } => rq.q.reweight(slot, nice, now).map(|()| mirror()),
+            Found::Saved(e) => e.set_nice_unqueued(nice).map(|()| mirror()),
             Found::Dead(_) => Ok(()),
-        })?;
-        let custom = self.tcb.custom_slice();
-        self.tcb.set_mirrors(nice, (custom != 0).then_some(custom));
-        Ok(())
+        })
     }
 
     /// Sets the task's slice (its latency request, 100 µs ..= 100 ms) from
@@ -126,13 +131,22 @@ impl Task {
         let ns = slice
             .map(|d| check_slice(d.as_nanos().min(u64::MAX as u128) as u64))
             .transpose()?;
+        let t = &self.tcb;
+        let mirror = || t.set_mirrors(t.nice(), ns);
         self.change(|found, now| match found {
-            Found::Queued { rq, slot } => rq.q.set_slice(slot, ns, now),
-            Found::Saved(e) => e.set_slice_unqueued(ns),
+            Found::Queued { rq, slot } => rq.q.set_slice(slot, ns, now).map(|()| mirror()),
+            Found::Saved(e) => {
+                match ns {
+                    Some(_) => e.set_slice_unqueued(ns)?,
+                    // Back to the base slice now, not at its next
+                    // placement, so that `stats()` agrees with `slice()`.
+                    None => e.use_base_slice_unqueued(t.shared.config.base_slice),
+                }
+                mirror();
+                Ok(())
+            }
             Found::Dead(_) => Ok(()),
-        })?;
-        self.tcb.set_mirrors(self.tcb.nice(), ns);
-        Ok(())
+        })
     }
 
     /// Applies `f` to the task's entity wherever it is, then asks the

@@ -145,6 +145,13 @@ impl Entity {
         self
     }
 
+    /// Goes back to the base slice `base` at once (instead of at the next
+    /// placement), for an entity that is not queued.
+    pub(crate) fn use_base_slice_unqueued(&mut self, base: Nanos) {
+        self.slice = base;
+        self.fixed_slice = false;
+    }
+
     pub(crate) fn set_slice_unqueued(&mut self, slice: Option<Nanos>) -> Result<(), Error> {
         match slice {
             Some(s) => {

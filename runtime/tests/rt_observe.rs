@@ -414,3 +414,34 @@ fn a_blocked_task_back_on_the_base_slice_reports_it_everywhere() {
         assert_eq!(slice, stats, "Task::slice and TaskStats::slice disagree");
     });
 }
+
+/// Wakeups made outside the runtime are traced on a track of their own,
+/// which holds at most the session's capacity: the rest are counted as
+/// dropped, so a trace left running beside a busy OS-thread waker stays
+/// bounded.
+#[test]
+fn the_trace_of_outside_wakeups_is_bounded_by_the_capacity() {
+    with_timeout(30, "bounded external trace", || {
+        let rt = Builder::new().workers(1).build().unwrap();
+        rt.trace_start(4).unwrap();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let d2 = done.clone();
+        let h = rt.spawn(move || {
+            while !d2.load(std::sync::atomic::Ordering::SeqCst) {
+                eevdf_rt::park();
+            }
+        });
+        let t = h.task();
+        for _ in 0..200 {
+            t.unpark();
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        t.unpark();
+        h.join().unwrap();
+        let trace = rt.trace_stop();
+        // 200 outside wakeups of a parked thread, 4 kept per track.
+        assert!(trace.dropped() > 0, "nothing was dropped: {}", trace.len());
+        assert!(trace.len() <= 2 * 4 + 8, "{} events kept", trace.len());
+    });
+}

@@ -256,7 +256,9 @@ impl Runtime {
     /// Starts recording a scheduling trace: every switch, wakeup,
     /// migration, steal, delayed dequeue and preemption, into one ring of
     /// `capacity` events per worker (32 bytes each; when a ring is full
-    /// its oldest events are overwritten). A trace already running is
+    /// its oldest events are overwritten), plus a track of at most
+    /// `capacity` events for wakeups made outside the runtime (later ones
+    /// are counted as dropped). A trace already running is
     /// discarded and restarted. A capacity outside 1 ..= 2^24 is an error;
     /// so is memory the allocator refuses for the rings
     /// ([`Error::OutOfMemory`], allocated before anything changes: a trace

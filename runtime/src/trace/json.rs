@@ -114,7 +114,9 @@ impl Trace {
         self.len() == 0
     }
 
-    /// Events lost because a worker's ring was full (the oldest are overwritten).
+    /// Events lost because a worker's ring was full (the oldest are
+    /// overwritten) or the track of wakeups made outside the runtime was
+    /// (it keeps the first `capacity`).
     pub fn dropped(&self) -> u64 {
         self.dropped
     }

@@ -35,7 +35,7 @@ use crate::time::clock;
 use crate::worker::tls;
 use parking_lot::Mutex;
 use ring::{Event, Ring};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Event kinds (`Event::kind`).
 pub(crate) mod kind {
@@ -106,8 +106,13 @@ pub(crate) struct Tracer {
     on: AtomicBool,
     /// One ring per worker, written only by that worker's thread.
     rings: Box<[crossbeam_utils::CachePadded<Ring>]>,
-    /// Events of wakers outside the runtime (any thread; rare).
+    /// Events of wakers outside the runtime (any thread; rare): at most
+    /// the session's capacity; later ones are counted in `external_lost`.
     external: Mutex<Vec<Event>>,
+    /// The session's per-track capacity, for `external`.
+    external_cap: AtomicUsize,
+    /// External events left out because `external` was full.
+    external_lost: AtomicU64,
     /// Names of the tasks seen in this session.
     names: Mutex<Vec<(u64, Box<str>)>>,
     /// The session number (a task records its name once per session).
@@ -142,6 +147,8 @@ impl Tracer {
                 .map(|_| crossbeam_utils::CachePadded::new(Ring::new()))
                 .collect(),
             external: Mutex::new(Vec::new()),
+            external_cap: AtomicUsize::new(0),
+            external_lost: AtomicU64::new(0),
             names: Mutex::new(Vec::new()),
             epoch: AtomicU32::new(0),
             session: Mutex::new(None),
@@ -184,6 +191,8 @@ impl Tracer {
             r.reset(slots);
         }
         self.external.lock().clear();
+        self.external_cap.store(capacity, Ordering::Relaxed);
+        self.external_lost.store(0, Ordering::Relaxed);
         self.names.lock().clear();
         self.epoch.fetch_add(1, Ordering::Relaxed);
         *session = Some((clock::now(), capacity));
@@ -207,6 +216,7 @@ impl Tracer {
             tracks.push(events);
         }
         tracks.push(std::mem::take(&mut *self.external.lock()));
+        dropped += self.external_lost.swap(0, Ordering::Relaxed);
         let names = std::mem::take(&mut *self.names.lock());
         Trace::new(
             start,
@@ -225,14 +235,26 @@ impl Tracer {
             Some(i) => {
                 if !self.rings[i].record(&self.on, ev) && self.is_on() {
                     // The ring was busy with another writer (hand-off).
-                    self.external.lock().push(ev);
+                    self.record_external(ev);
                 }
             }
             None => {
                 if self.is_on() {
-                    self.external.lock().push(ev);
+                    self.record_external(ev);
                 }
             }
+        }
+    }
+
+    /// Adds `ev` to the external track, unless it holds the session's
+    /// capacity already (then it is counted as dropped): a trace left
+    /// running beside a busy outside waker stays bounded.
+    fn record_external(&self, ev: Event) {
+        let mut external = self.external.lock();
+        if external.len() < self.external_cap.load(Ordering::Relaxed) {
+            external.push(ev);
+        } else {
+            self.external_lost.fetch_add(1, Ordering::Relaxed);
         }
     }
 

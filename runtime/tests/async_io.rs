@@ -353,10 +353,7 @@ fn a_poll_read_completed_as_the_runtime_shuts_down_loses_no_bytes() {
         let g2 = got.clone();
         drop(rt.spawn(move || {
             // Busy without preemption points while shutdown asks to stop.
-            let t = std::time::Instant::now();
-            while t.elapsed() < Duration::from_millis(100) {
-                std::hint::spin_loop();
-            }
+            common::burn(Duration::from_millis(100));
             let mut buf = [0u8; 16];
             let r = eevdf_rt::block_on_future(std::future::poll_fn(|cx| {
                 let mut rb = tokio::io::ReadBuf::new(&mut buf);

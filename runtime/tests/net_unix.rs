@@ -4,5 +4,7 @@
 //! The suite runs once per I/O driver: `epoll::*` and `uring::*`
 //! (`suites/drivers.rs`).
 
+mod common;
+
 include!("suites/drivers.rs");
 for_each_driver!("net_unix.rs");

@@ -9,20 +9,13 @@
 
 mod common;
 
-use common::with_timeout;
+use common::{park_forever, with_timeout, OnDrop};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn rt() -> eevdf_rt::Runtime {
     eevdf_rt::Builder::new().workers(1).build().unwrap()
-}
-
-/// Parks the calling green thread for good.
-fn park_forever() -> ! {
-    loop {
-        eevdf_rt::park();
-    }
 }
 
 /// Spawns `f` on `rt` and gives it time to block.
@@ -50,14 +43,6 @@ fn finishes(t: std::thread::JoinHandle<()>) -> bool {
     }
     t.join().unwrap();
     true
-}
-
-/// Runs `f` when dropped.
-struct OnDrop<F: FnMut()>(F);
-impl<F: FnMut()> Drop for OnDrop<F> {
-    fn drop(&mut self) {
-        (self.0)();
-    }
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::with_timeout;
+use common::{park_forever, with_timeout, OnDrop};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,24 +14,9 @@ fn rt(workers: usize) -> eevdf_rt::Runtime {
     eevdf_rt::Builder::new().workers(workers).build().unwrap()
 }
 
-/// Parks the calling green thread for good.
-fn park_forever() -> ! {
-    loop {
-        eevdf_rt::park();
-    }
-}
-
 fn is_cancelled<T: std::fmt::Debug>(r: std::thread::Result<T>) -> bool {
     r.err()
         .is_some_and(|p| p.downcast_ref::<eevdf_rt::Cancelled>().is_some())
-}
-
-/// Runs `f` when dropped.
-struct OnDrop<F: FnMut()>(F);
-impl<F: FnMut()> Drop for OnDrop<F> {
-    fn drop(&mut self) {
-        (self.0)();
-    }
 }
 
 /// A destructor that sleeps, one that takes a contended lock, and one that

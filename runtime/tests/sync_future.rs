@@ -265,10 +265,7 @@ fn a_spawn_inside_a_poll_does_not_switch_out_of_it() {
                 eevdf_rt::block_on_future(std::future::poll_fn(|_cx| {
                     i2.store(true, SeqCst);
                     // Past a tick and the slice: a switch is due.
-                    let t = Instant::now();
-                    while t.elapsed() < Duration::from_millis(3) {
-                        std::hint::spin_loop();
-                    }
+                    common::burn(Duration::from_millis(3));
                     drop(eevdf_rt::spawn(|| {}));
                     i2.store(false, SeqCst);
                     Poll::Ready(())

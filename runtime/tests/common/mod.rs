@@ -56,6 +56,22 @@ impl Rng {
     }
 }
 
+/// Parks the calling green thread for good (only shutdown ends it).
+pub fn park_forever() -> ! {
+    loop {
+        eevdf_rt::park();
+    }
+}
+
+/// Runs its closure when dropped (a destructor for tests to observe).
+pub struct OnDrop<F: FnMut()>(pub F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
 /// Spins for about `d` of CPU time without any preemption point.
 pub fn burn(d: Duration) {
     let t = std::time::Instant::now();

@@ -308,14 +308,6 @@ fn readiness_is_noticed_while_the_poller_runs_a_loop_without_preemption_points()
     }
 }
 
-/// Spins for `d` without a preemption point.
-fn spin_for(d: Duration) {
-    let t = Instant::now();
-    while t.elapsed() < d {
-        std::hint::spin_loop();
-    }
-}
-
 /// A read that completes while shutdown is under way returns its bytes or
 /// leaves them in the socket: it never consumes them and then unwinds. (Its
 /// preemption point used to come after the call: the byte was read, then
@@ -331,7 +323,7 @@ fn a_read_completed_as_the_runtime_shuts_down_loses_no_bytes() {
     let (a2, g2) = (a.clone(), got.clone());
     drop(rt.spawn(move || {
         // Busy without preemption points while shutdown asks to stop.
-        spin_for(Duration::from_millis(100));
+        crate::common::burn(Duration::from_millis(100));
         let mut buf = [0u8; 16];
         if let Ok(n) = (&*a2).read(&mut buf) {
             g2.fetch_add(n, SeqCst);

@@ -345,9 +345,7 @@ impl<T: ?Sized> RwLock<T> {
                 // shutdown while they slept): readers that queued behind
                 // them come in; otherwise the lock is just free.
                 if s & READERS_PARKED != 0 && !l.readers.is_empty() {
-                    self.state
-                        .store(l.readers.len() * READER, Ordering::Relaxed);
-                    l.readers.wake_all(HANDOFF, &mut set);
+                    self.admit_readers(&mut l, 0, &mut set);
                 } else {
                     self.state.store(0, Ordering::Release);
                 }
@@ -362,6 +360,15 @@ impl<T: ?Sized> RwLock<T> {
             set.wake();
             platform::preempt();
         }
+    }
+
+    /// Under the lists lock, with the lock neither read- nor write-held:
+    /// lets every parked reader in (into `set`, to wake after the lock),
+    /// keeping the flags `keep`.
+    fn admit_readers(&self, l: &mut Lists, keep: usize, set: &mut WakeSet) {
+        self.state
+            .store((l.readers.len() * READER) | keep, Ordering::Relaxed);
+        l.readers.wake_all(HANDOFF, set);
     }
 
     /// Under the lists lock: gives the lock to the oldest parked writer.
@@ -398,11 +405,8 @@ impl<T: ?Sized> RwLock<T> {
             let mut l = self.lists.lock();
             let s = self.state.load(Ordering::Relaxed);
             if s & READERS_PARKED != 0 && !l.readers.is_empty() {
-                let n = l.readers.len();
-                let writers = s & WRITERS_PARKED;
                 // Readers in, flags kept for the parked writers.
-                self.state.store((n * READER) | writers, Ordering::Relaxed);
-                l.readers.wake_all(HANDOFF, &mut set);
+                self.admit_readers(&mut l, s & WRITERS_PARKED, &mut set);
             } else if s & WRITERS_PARKED != 0 && !l.writers.is_empty() {
                 if let Some(w) = self.handoff_writer(&mut l, s & !READERS_PARKED) {
                     set.push(w);

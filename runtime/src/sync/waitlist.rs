@@ -329,17 +329,7 @@ pub(crate) fn block<S, T>(
     before_park: impl FnOnce(),
     deadline: Option<Instant>,
 ) -> Option<u32> {
-    block_inner(
-        lock,
-        guard,
-        list,
-        |_| {},
-        node,
-        front,
-        before_park,
-        deadline,
-    )
-    .0
+    block_reporting(lock, guard, list, node, front, before_park, deadline).0
 }
 
 /// [`block`] for a primitive that counts its sleepers in its state:

@@ -21,17 +21,19 @@ fn oneshot_completed_by_an_os_thread_after_a_delay() {
     within(Duration::from_secs(30), || {
         let rt = rt();
         let (tx, rx) = oneshot::channel::<u32>();
+        // Timed from before the sender starts: the value cannot exist
+        // sooner than 20 ms after this, however late the green thread runs.
+        let start = Instant::now();
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
             tx.send(7).unwrap();
         });
         let (v, e) = rt.block_on(move || {
-            let start = Instant::now();
             let v = eevdf_rt::block_on_future(rx).unwrap();
             (v, start.elapsed())
         });
         assert_eq!(v, 7);
-        assert!(e >= Duration::from_millis(15), "{e:?}");
+        assert!(e >= Duration::from_millis(20), "{e:?}");
         t.join().unwrap();
     });
 }
@@ -233,11 +235,18 @@ fn shared_state_future_woken_via_arc_waker() {
 /// on the worker until the poll returns (a switch there could resume the
 /// rest of the poll on another thread, `future` module docs). The poll's
 /// end is still a preemption point: the other task gets its turns.
+/// Hand-off is off: a poll that burns past its threshold would rightly give
+/// the worker's queue to a standby thread, and the other task would then run
+/// there, beside the poll, without any switch out of it.
 #[test]
 fn a_spawn_inside_a_poll_does_not_switch_out_of_it() {
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
     within(Duration::from_secs(60), || {
-        let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+        let rt = eevdf_rt::Builder::new()
+            .workers(1)
+            .handoff(None)
+            .build()
+            .unwrap();
         let inside = Arc::new(AtomicBool::new(false));
         let violations = Arc::new(AtomicU32::new(0));
         let turns = Arc::new(AtomicU32::new(0));

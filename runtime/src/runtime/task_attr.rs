@@ -151,9 +151,17 @@ impl Task {
 
     /// Applies `f` to the task's entity wherever it is, then asks the
     /// owning worker to re-pick (and honours that at once if it is ours).
+    /// A task whose result is already out ([`Task::is_finished`]) counts as
+    /// dead here even while its exit still runs on its worker: a setter
+    /// called after `is_finished` said true changes nothing.
     fn change(&self, f: impl FnOnce(Found<'_>, u64) -> Result<(), Error>) -> Result<(), Error> {
         let mut owner = None;
         let r = self.with_entity(|found, now| {
+            let found = if self.is_finished() {
+                Found::Dead(None)
+            } else {
+                found
+            };
             if let Found::Queued { .. } = found {
                 owner = Some(self.tcb.cpu());
             }

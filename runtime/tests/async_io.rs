@@ -378,3 +378,22 @@ fn a_poll_read_completed_as_the_runtime_shuts_down_loses_no_bytes() {
         );
     });
 }
+
+/// An async read into an empty buffer is ready at once with 0 on an idle
+/// connection, as the blocking read is (no wait for data that it could
+/// not hold anyway).
+#[test]
+fn an_async_read_into_an_empty_buffer_is_ready_at_once() {
+    within(LIMIT, || {
+        let rt = rt();
+        rt.block_on(|| {
+            let (mut c, _s) = tcp_pair();
+            let n = eevdf_rt::block_on_future(timeout(Duration::from_secs(10), async {
+                c.read(&mut []).await
+            }))
+            .expect("an empty read waited for data")
+            .unwrap();
+            assert_eq!(n, 0);
+        });
+    });
+}

@@ -17,6 +17,11 @@ where
     T: PollIo,
     for<'a> &'a T::Io: Read,
 {
+    // Nothing to read into: done at once, as the blocking read does
+    // (`Source::read_with`).
+    if buf.is_empty() {
+        return Poll::Ready(Ok(0));
+    }
     t.source()
         .poll_io(cx, Direction::Read, |io| (&mut &*io).read(buf))
 }

@@ -298,13 +298,19 @@ impl<T: AsRawFd> Source<T> {
         self.do_io(dir, timeout, would_block, |io| f(io, buf))
     }
 
-    /// `read(2)` of a stream.
+    /// `read(2)` of a stream. An empty buffer reads `Ok(0)` at once: the
+    /// kernel would make a socket read of nothing wait for data (and then
+    /// still return 0), and the two drivers would disagree on whether it
+    /// waits.
     pub(crate) fn read_with(
         &self,
         buf: &mut [u8],
         timeout: Option<Duration>,
         f: impl FnMut(&T, &mut [u8]) -> io::Result<usize>,
     ) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
         self.stream(Direction::Read, timeout, buf, f, |fd, b| {
             opcode::Read::new(fd, b.as_mut_ptr(), ring_len(b.len()))
                 .offset(u64::MAX)
@@ -312,13 +318,17 @@ impl<T: AsRawFd> Source<T> {
         })
     }
 
-    /// `readv(2)` of a stream.
+    /// `readv(2)` of a stream; buffers with no room at all read `Ok(0)` at
+    /// once, as in `read_with`.
     pub(crate) fn read_vectored_with(
         &self,
         bufs: &mut [IoSliceMut<'_>],
         timeout: Option<Duration>,
         f: impl FnMut(&T, &mut [IoSliceMut<'_>]) -> io::Result<usize>,
     ) -> io::Result<usize> {
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
         // `IoSliceMut` is ABI-compatible with `iovec` on Unix.
         self.stream(Direction::Read, timeout, bufs, f, |fd, b| {
             opcode::Readv::new(fd, b.as_ptr() as *const libc::iovec, ring_iovs(b.len()))

@@ -8,6 +8,11 @@
 //! changing imports, and green threads and OS threads can be the two ends
 //! of one connection. How waiting works is described in [`crate::io`].
 //!
+//! One difference from `std::net`: a read into an empty buffer returns
+//! `Ok(0)` at once. The kernel would make it wait until data arrives (and
+//! then still return 0); a runtime read of nothing does not wait, on
+//! either I/O driver, blocking or async.
+//!
 //! ```
 //! use std::io::{Read, Write};
 //! use eevdf_rt::net::{TcpListener, TcpStream};

@@ -413,3 +413,39 @@ fn an_accept_completed_as_the_runtime_shuts_down_loses_no_connection() {
         "the connection was accepted and dropped unseen"
     );
 }
+
+/// A read into an empty buffer returns `Ok(0)` at once on an idle
+/// connection, as std's does, on both drivers: also once earlier reads that
+/// found nothing made the io_uring driver skip its nonblocking try.
+#[test]
+fn an_empty_read_returns_at_once_on_an_idle_connection() {
+    let rt = rt(1);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        for _ in 0..4 {
+            let mut b = [0u8; 1];
+            if s.read_exact(&mut b).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            s.write_all(&b).unwrap();
+        }
+    });
+    rt.block_on(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        for i in 0..4u8 {
+            // Each reply comes 5 ms late: these reads wait.
+            s.write_all(&[i]).unwrap();
+            let mut b = [0u8; 1];
+            s.read_exact(&mut b).unwrap();
+            assert_eq!(b, [i]);
+            let t = Instant::now();
+            assert_eq!(s.read(&mut []).unwrap(), 0, "round {i}");
+            assert!(t.elapsed() < Duration::from_secs(10), "round {i}: waited");
+        }
+    });
+    peer.join().unwrap();
+}

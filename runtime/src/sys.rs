@@ -1,7 +1,7 @@
 //! The few raw system calls the runtime makes besides futexes.
 //!
-//! Owns: thread tuning calls through `libc` that have no safe wrapper in
-//! the allowed crates. Must not: grow; prefer crates with safe APIs.
+//! Owns: thread tuning calls and socket sends through `libc` that have no
+//! safe wrapper in the allowed crates. Must not: grow; prefer crates with safe APIs.
 
 /// Sets the calling thread's timer slack to 1 ns, so its futex timeouts
 /// (timers of a parked worker) fire when asked instead of up to 50 µs late.
@@ -62,6 +62,52 @@ pub(crate) fn monotonic_ns() -> u64 {
     // exists on Linux, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `send(2)` of `buf` on the socket `fd` with `MSG_NOSIGNAL`: a closed
+/// peer is `EPIPE`, never `SIGPIPE`, whatever the process does with that
+/// signal (std's `UnixStream` writes with plain `write(2)`, which raises it).
+pub(crate) fn send(fd: std::os::fd::RawFd, buf: &[u8]) -> std::io::Result<usize> {
+    // SAFETY: `buf` is valid for reads of `buf.len()` bytes for the whole
+    // call; `send` only reads it and takes no other pointer.
+    let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// A `msghdr` that sends `bufs` (at most `UIO_MAXIOV` of them; a longer
+/// list is a short write, which `Write` allows) to the connected peer. It
+/// points into `bufs`: use it only while they are borrowed.
+pub(crate) fn msghdr_of(bufs: &[std::io::IoSlice<'_>]) -> libc::msghdr {
+    // SAFETY: all-zero bytes are a valid msghdr (no address, no control
+    // data, no iovecs).
+    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    // `IoSlice` is ABI-compatible with `iovec` on Unix; the kernel only
+    // reads through this pointer for a send.
+    hdr.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+    hdr.msg_iovlen = bufs.len().min(libc::UIO_MAXIOV as usize) as _;
+    hdr
+}
+
+/// `sendmsg(2)` of `bufs` on the socket `fd` with `MSG_NOSIGNAL`: the
+/// vectored [`send`] (std's `write_vectored` is `writev(2)`, which raises
+/// `SIGPIPE` on a closed peer).
+pub(crate) fn send_vectored(
+    fd: std::os::fd::RawFd,
+    bufs: &[std::io::IoSlice<'_>],
+) -> std::io::Result<usize> {
+    let hdr = msghdr_of(bufs);
+    // SAFETY: `hdr` points at `bufs`' iovecs, which with the memory they
+    // describe stay borrowed for the whole call; `sendmsg` only reads them.
+    let n = unsafe { libc::sendmsg(fd, &hdr, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// The time-stamp counter (`rdtsc`); 0 where there is none (callers check

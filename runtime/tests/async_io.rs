@@ -397,3 +397,40 @@ fn an_async_read_into_an_empty_buffer_is_ready_at_once() {
         });
     });
 }
+
+/// An async write or vectored write to a closed peer is an `EPIPE` error,
+/// not a `SIGPIPE` that kills the process, as for the blocking writes
+/// (child process with the signal at its default action).
+#[test]
+fn an_async_write_to_a_closed_peer_is_epipe_not_sigpipe() {
+    common::in_child_with_sigpipe_default(
+        "an_async_write_to_a_closed_peer_is_epipe_not_sigpipe",
+        || {
+            within(LIMIT, || {
+                let rt = rt();
+                rt.block_on(|| {
+                    for vectored in [false, true] {
+                        let (mut a, b) = UnixStream::pair().unwrap();
+                        drop(b);
+                        let e = eevdf_rt::block_on_future(async {
+                            let buf = [7u8; 4096];
+                            for _ in 0..1000 {
+                                let r = if vectored {
+                                    let bufs = [std::io::IoSlice::new(&buf)];
+                                    a.write_vectored(&bufs).await
+                                } else {
+                                    a.write(&buf).await
+                                };
+                                if let Err(e) = r {
+                                    return e;
+                                }
+                            }
+                            panic!("1,000 writes to a closed peer succeeded");
+                        });
+                        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+                    }
+                });
+            });
+        },
+    );
+}

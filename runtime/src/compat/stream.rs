@@ -9,6 +9,7 @@ use crate::io::poll::PollIo;
 use crate::io::source::Direction;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::task::{Context, Poll};
 
 /// Reads into `buf`.
@@ -32,11 +33,16 @@ where
     T: PollIo,
     for<'a> &'a T::Io: Write,
 {
-    t.source()
-        .poll_io(cx, Direction::Write, |io| (&mut &*io).write(buf))
+    t.source().poll_io(cx, Direction::Write, |io| {
+        if T::SOCKET {
+            crate::sys::send(io.as_raw_fd(), buf)
+        } else {
+            (&mut &*io).write(buf)
+        }
+    })
 }
 
-/// Writes from `bufs` (one `writev`).
+/// Writes from `bufs` (one `writev`, or `sendmsg` on a socket).
 pub(crate) fn poll_write_vectored<T>(
     t: &T,
     cx: &mut Context<'_>,
@@ -46,8 +52,13 @@ where
     T: PollIo,
     for<'a> &'a T::Io: Write,
 {
-    t.source()
-        .poll_io(cx, Direction::Write, |io| (&mut &*io).write_vectored(bufs))
+    t.source().poll_io(cx, Direction::Write, |io| {
+        if T::SOCKET {
+            crate::sys::send_vectored(io.as_raw_fd(), bufs)
+        } else {
+            (&mut &*io).write_vectored(bufs)
+        }
+    })
 }
 
 /// A socket whose writing half can be shut down.

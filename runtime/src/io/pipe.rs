@@ -130,7 +130,7 @@ impl Write for &PipeWriter {
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         self.inner
-            .write_vectored_with(bufs, None, |w, b| (&*w).write_vectored(b))
+            .write_vectored_with(bufs, None, false, |w, b| (&*w).write_vectored(b))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -141,4 +141,4 @@ impl Write for &PipeWriter {
 crate::io::source::impl_read_via_ref!(PipeReader);
 crate::io::source::impl_write_via_ref!(PipeWriter);
 crate::io::source::impl_fd_traits!(PipeReader, PipeWriter);
-crate::io::poll::impl_poll_io!(PipeReader => std::fs::File, PipeWriter => std::fs::File);
+crate::io::poll::impl_poll_io!(PipeReader => std::fs::File: pipe, PipeWriter => std::fs::File: pipe);

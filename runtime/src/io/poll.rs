@@ -158,19 +158,26 @@ impl<T: AsRawFd> Source<T> {
 pub(crate) trait PollIo {
     /// The wrapped std or mio object.
     type Io: AsRawFd;
+    /// Whether the descriptor is a socket: writes then send with
+    /// `MSG_NOSIGNAL` (`sys::send`), as the blocking ones do.
+    const SOCKET: bool;
     /// The descriptor and its registration.
     fn source(&self) -> &Source<Self::Io>;
 }
 
-/// `PollIo` for wrappers whose `inner` field is a `Source<$io>`.
+/// `PollIo` for wrappers whose `inner` field is a `Source<$io>`; `socket`
+/// or `pipe` says which kind of descriptor it is.
 macro_rules! impl_poll_io {
-    ($($t:ty => $io:ty),+ $(,)?) => {$(
+    ($($t:ty => $io:ty: $kind:ident),+ $(,)?) => {$(
         impl crate::io::poll::PollIo for $t {
             type Io = $io;
+            const SOCKET: bool = crate::io::poll::impl_poll_io!(@socket $kind);
             fn source(&self) -> &crate::io::source::Source<$io> {
                 &self.inner
             }
         }
     )+};
+    (@socket socket) => { true };
+    (@socket pipe) => { false };
 }
 pub(crate) use impl_poll_io;

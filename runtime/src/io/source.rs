@@ -337,8 +337,9 @@ impl<T: AsRawFd> Source<T> {
         })
     }
 
-    /// `write(2)` of a stream; `socket` sends with `MSG_NOSIGNAL` (a closed
-    /// peer is `EPIPE`, never `SIGPIPE`, as with std's sockets).
+    /// `write(2)` of a stream; on the ring, `socket` sends with
+    /// `MSG_NOSIGNAL` (a closed peer is `EPIPE`, never `SIGPIPE`; the
+    /// socket types' `f` is `sys::send`, which does the same).
     pub(crate) fn write_with(
         &self,
         mut buf: &[u8],
@@ -359,19 +360,30 @@ impl<T: AsRawFd> Source<T> {
         })
     }
 
-    /// `writev(2)` of a stream.
+    /// `writev(2)` of a stream; `socket` sends with `sendmsg(2)` and
+    /// `MSG_NOSIGNAL` instead, as `write_with` does.
     pub(crate) fn write_vectored_with(
         &self,
         mut bufs: &[IoSlice<'_>],
         timeout: Option<Duration>,
+        socket: bool,
         mut f: impl FnMut(&T, &[IoSlice<'_>]) -> io::Result<usize>,
     ) -> io::Result<usize> {
+        // Lives, with `bufs` it points into, until the ring operation's
+        // completion was reaped (`stream` returns only then).
+        let hdr = crate::sys::msghdr_of(bufs);
         let g = |io: &T, b: &mut &[IoSlice<'_>]| f(io, b);
-        // `IoSlice` is ABI-compatible with `iovec` on Unix.
         self.stream(Direction::Write, timeout, &mut bufs, g, |fd, b| {
-            opcode::Writev::new(fd, b.as_ptr() as *const libc::iovec, ring_iovs(b.len()))
-                .offset(u64::MAX)
-                .build()
+            if socket {
+                opcode::SendMsg::new(fd, &hdr)
+                    .flags(libc::MSG_NOSIGNAL as u32)
+                    .build()
+            } else {
+                // `IoSlice` is ABI-compatible with `iovec` on Unix.
+                opcode::Writev::new(fd, b.as_ptr() as *const libc::iovec, ring_iovs(b.len()))
+                    .offset(u64::MAX)
+                    .build()
+            }
         })
     }
 

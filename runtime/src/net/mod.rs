@@ -8,10 +8,15 @@
 //! changing imports, and green threads and OS threads can be the two ends
 //! of one connection. How waiting works is described in [`crate::io`].
 //!
-//! One difference from `std::net`: a read into an empty buffer returns
-//! `Ok(0)` at once. The kernel would make it wait until data arrives (and
-//! then still return 0); a runtime read of nothing does not wait, on
-//! either I/O driver, blocking or async.
+//! Two differences from `std::net`:
+//! - A read into an empty buffer returns `Ok(0)` at once. The kernel would
+//!   make it wait until data arrives (and then still return 0); a runtime
+//!   read of nothing does not wait, on either I/O driver, blocking or
+//!   async.
+//! - Every write sends with `MSG_NOSIGNAL`: a write to a closed peer is an
+//!   `EPIPE` error, never a `SIGPIPE`, even in a program that does not
+//!   ignore that signal (std's `UnixStream` writes and its vectored writes
+//!   raise it).
 //!
 //! ```
 //! use std::io::{Read, Write};

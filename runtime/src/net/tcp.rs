@@ -6,7 +6,7 @@ use crate::io::uring;
 use io_uring::{opcode, types};
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::Duration;
 
@@ -547,13 +547,15 @@ impl Read for &TcpStream {
 impl Write for &TcpStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.inner
-            .write_with(buf, self.write_timeout.get(), true, |s, b| (&*s).write(b))
+            .write_with(buf, self.write_timeout.get(), true, |s, b| {
+                crate::sys::send(s.as_raw_fd(), b)
+            })
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         self.inner
-            .write_vectored_with(bufs, self.write_timeout.get(), |s, b| {
-                (&*s).write_vectored(b)
+            .write_vectored_with(bufs, self.write_timeout.get(), true, |s, b| {
+                crate::sys::send_vectored(s.as_raw_fd(), b)
             })
     }
 
@@ -565,4 +567,4 @@ impl Write for &TcpStream {
 crate::io::source::impl_read_via_ref!(TcpStream);
 crate::io::source::impl_write_via_ref!(TcpStream);
 crate::io::source::impl_fd_traits!(TcpListener, TcpStream);
-crate::io::poll::impl_poll_io!(TcpStream => std::net::TcpStream);
+crate::io::poll::impl_poll_io!(TcpStream => std::net::TcpStream: socket);

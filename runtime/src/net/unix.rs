@@ -4,7 +4,7 @@ use super::Timeout;
 use crate::io::source::{would_block, Direction, Source};
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::Shutdown;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -349,13 +349,15 @@ impl Read for &UnixStream {
 impl Write for &UnixStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.inner
-            .write_with(buf, self.write_timeout.get(), true, |s, b| (&*s).write(b))
+            .write_with(buf, self.write_timeout.get(), true, |s, b| {
+                crate::sys::send(s.as_raw_fd(), b)
+            })
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         self.inner
-            .write_vectored_with(bufs, self.write_timeout.get(), |s, b| {
-                (&*s).write_vectored(b)
+            .write_vectored_with(bufs, self.write_timeout.get(), true, |s, b| {
+                crate::sys::send_vectored(s.as_raw_fd(), b)
             })
     }
 
@@ -367,4 +369,4 @@ impl Write for &UnixStream {
 crate::io::source::impl_read_via_ref!(UnixStream);
 crate::io::source::impl_write_via_ref!(UnixStream);
 crate::io::source::impl_fd_traits!(UnixListener, UnixStream);
-crate::io::poll::impl_poll_io!(UnixStream => std::os::unix::net::UnixStream);
+crate::io::poll::impl_poll_io!(UnixStream => std::os::unix::net::UnixStream: socket);

@@ -224,3 +224,47 @@ pub fn run_test_in_child(test: &str, var: &str, value: &str) -> std::process::Ou
         .output()
         .unwrap()
 }
+
+/// Runs `test` (its path inside this test binary, e.g.
+/// `uring::a_write_to_a_closed_peer_is_epipe`) again in a child process with
+/// `SIGPIPE` at its default action (death), where `child` plays the part;
+/// the parent asserts that the child lived and printed `child ok`. A
+/// runtime write to a closed peer must be an `EPIPE` error, never the
+/// signal, even in a program that did not ignore it as Rust's `main` does.
+pub fn in_child_with_sigpipe_default(test: &str, child: impl FnOnce()) {
+    const VAR: &str = "EEVDF_TEST_SIGPIPE_CHILD";
+    if std::env::var_os(VAR).is_some() {
+        // SAFETY: restoring a signal's default action; this child process
+        // runs this one test alone.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        child();
+        println!("child ok");
+        return;
+    }
+    let out = run_test_in_child(test, VAR, "1");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child ok"),
+        "{:?} (a signal here is SIGPIPE's death)\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Writes to `w` until it fails (the peer is gone), `write` or
+/// `write_vectored` as `vectored` says, and returns that error. Panics
+/// after 1,000 successful writes.
+pub fn write_until_error(mut w: impl std::io::Write, vectored: bool) -> std::io::Error {
+    let buf = [7u8; 4096];
+    for _ in 0..1000 {
+        let r = if vectored {
+            w.write_vectored(&[std::io::IoSlice::new(&buf), std::io::IoSlice::new(&buf)])
+        } else {
+            w.write(&buf)
+        };
+        if let Err(e) = r {
+            return e;
+        }
+    }
+    panic!("1,000 writes to a closed peer succeeded");
+}

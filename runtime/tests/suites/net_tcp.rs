@@ -449,3 +449,27 @@ fn an_empty_read_returns_at_once_on_an_idle_connection() {
     });
     peer.join().unwrap();
 }
+
+/// A write or vectored write to a closed peer is an error (`EPIPE` or
+/// `ECONNRESET`), not a `SIGPIPE` that kills the process (child process
+/// with the signal at its default action).
+#[test]
+fn a_write_to_a_closed_peer_is_an_error_not_sigpipe() {
+    let path = module_path!().split_once("::").unwrap().1;
+    let test = format!("{path}::a_write_to_a_closed_peer_is_an_error_not_sigpipe");
+    crate::common::in_child_with_sigpipe_default(&test, || {
+        let rt = rt(1);
+        rt.block_on(|| {
+            for vectored in [false, true] {
+                let l = TcpListener::bind("127.0.0.1:0").unwrap();
+                let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+                drop(l.accept().unwrap());
+                let e = crate::common::write_until_error(&c, vectored);
+                assert!(
+                    matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset),
+                    "vectored {vectored}: {e}"
+                );
+            }
+        });
+    });
+}

@@ -341,3 +341,23 @@ fn a_read_completed_as_the_runtime_shuts_down_loses_no_bytes() {
         "the byte was consumed by a read whose result was dropped"
     );
 }
+
+/// A write or vectored write to a closed peer is an `EPIPE` error, not a
+/// `SIGPIPE` that kills the process (child process with the signal at its
+/// default action).
+#[test]
+fn a_write_to_a_closed_peer_is_epipe_not_sigpipe() {
+    let path = module_path!().split_once("::").unwrap().1;
+    let test = format!("{path}::a_write_to_a_closed_peer_is_epipe_not_sigpipe");
+    crate::common::in_child_with_sigpipe_default(&test, || {
+        let rt = rt(1);
+        rt.block_on(|| {
+            for vectored in [false, true] {
+                let (a, b) = UnixStream::pair().unwrap();
+                drop(b);
+                let e = crate::common::write_until_error(&a, vectored);
+                assert_eq!(e.kind(), ErrorKind::BrokenPipe, "vectored {vectored}: {e}");
+            }
+        });
+    });
+}

@@ -506,9 +506,12 @@ pub(crate) unsafe fn submit(
             if !waiter::park_or_cancel(done, deadline, served) && !done() {
                 // The deadline passed: cancel, then wait for the completion
                 // (the kernel owns the buffers until then).
-                cancel(worker, &op);
+                let remote = cancel(worker, &op);
                 while !done() {
                     waiter::park(done, None);
+                }
+                if remote {
+                    forget_cancel(worker, &op);
                 }
                 let res = op.res.load(Ordering::Relaxed);
                 return Some(if res == -libc::ECANCELED {
@@ -530,10 +533,16 @@ pub(crate) unsafe fn submit(
 }
 
 /// Asks the ring of `worker` (where `op` was submitted) to cancel it.
-fn cancel(worker: usize, op: &Op) {
+/// `true`: the request was left in that worker's list of remote cancels
+/// (we run on another worker), to be withdrawn with [`forget_cancel`]
+/// once the operation completed.
+fn cancel(worker: usize, op: &Op) -> bool {
     let ud = op as *const Op as u64;
     let here = with_ring(|r| {
         if r.worker == worker {
+            // On our own ring it goes into the submission queue ahead of
+            // every later operation of this thread, so it can only ever
+            // meet `op` (or nothing, if `op` completed first).
             r.push_cancel(ud);
             true
         } else {
@@ -541,13 +550,30 @@ fn cancel(worker: usize, op: &Op) {
         }
     });
     if here == Some(true) {
-        return;
+        return false;
     }
     let sh = &op.task.shared;
     if let Some(d) = sh.uring.as_ref() {
         d.remotes[worker].cancels.lock().push(ud);
         d.remotes[worker].pending.store(true, Ordering::SeqCst);
         sh.workers[worker].idle().kick();
+        return true;
+    }
+    false
+}
+
+/// Withdraws a remote cancel request for `op`, which has completed, if
+/// that worker has not taken it yet. Requests are keyed by the operation
+/// record's address, which is on the green thread's stack: a request left
+/// behind would cancel whatever later operation is submitted from the same
+/// address on that ring (harmless for a read, resubmitted after
+/// `ECANCELED`, but a wasted round trip, and wrong for an operation that
+/// cannot be repeated). Once the worker has taken it, it is already in that
+/// ring's submission queue, ahead of any later operation there.
+fn forget_cancel(worker: usize, op: &Op) {
+    let ud = op as *const Op as u64;
+    if let Some(d) = op.task.shared.uring.as_ref() {
+        d.remotes[worker].cancels.lock().retain(|&u| u != ud);
     }
 }
 

@@ -160,7 +160,7 @@ fn off_worker<T: Send + 'static>(
         let op = slot.lock().take();
         op.map_or_else(|| Err(io::Error::other("file operation lost")), |op| op())
     };
-    match crate::runtime::blocking::try_spawn_blocking(&sh, job) {
+    match crate::runtime::blocking::spawn_blocking_now(&sh, job) {
         Ok(h) => match h.join() {
             Ok(Some(r)) => r,
             // The slot is taken once: by the job or, below, by us.

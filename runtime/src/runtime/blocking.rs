@@ -220,7 +220,7 @@ where
 /// `WouldBlock`, and `f` is dropped unrun. For the runtime's own short
 /// jobs (`fs`), which must not queue behind user jobs: a user job that
 /// waits for the caller would deadlock them.
-pub(crate) fn try_spawn_blocking<F, T>(sh: &Arc<Shared>, f: F) -> io::Result<JoinHandle<T>>
+pub(crate) fn spawn_blocking_now<F, T>(sh: &Arc<Shared>, f: F) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,

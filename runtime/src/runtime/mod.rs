@@ -191,7 +191,11 @@ impl Runtime {
         }
     }
 
-    /// Like [`spawn_blocking`](Self::spawn_blocking), with an error instead of a panic.
+    /// Like [`spawn_blocking`](Self::spawn_blocking), with an error instead
+    /// of a panic: the runtime is shut down, or no pool thread can be
+    /// started and none is running. Like `spawn_blocking` it never waits:
+    /// with all [`max_blocking_threads`](crate::Builder::max_blocking_threads)
+    /// busy, the job queues (FIFO) and the call returns its handle at once.
     pub fn try_spawn_blocking<F, T>(&self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,

@@ -170,7 +170,10 @@ impl Builder {
     /// `vm.max_map_count` of them. Default: half of `vm.max_map_count`
     /// (32,765 of 65,530 on a default Linux), which leaves the rest to
     /// malloc, files and libraries. Beyond it, [`StackGuard::Auto`] uses
-    /// canaries and [`StackGuard::GuardPage`] fails the spawn.
+    /// canaries and [`StackGuard::GuardPage`] fails the spawn. Any value is
+    /// accepted: 0 means no `mprotect`'d guard page at all there, and with
+    /// a budget above what the kernel allows, spawns fail with an
+    /// out-of-memory error once the kernel refuses a mapping.
     pub fn stack_map_budget(mut self, mappings: usize) -> Self {
         self.stack_map_budget = Some(mappings);
         self

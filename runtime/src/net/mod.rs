@@ -9,7 +9,7 @@
 //! of one connection. How waiting works is described in [`crate::io`].
 //!
 //! Two differences from `std::net`:
-//! - A read into an empty buffer returns `Ok(0)` at once. The kernel would
+//! - A read (or `peek`) into an empty buffer returns `Ok(0)` at once. The kernel would
 //!   make it wait until data arrives (and then still return 0); a runtime
 //!   read of nothing does not wait, on either I/O driver, blocking or
 //!   async.

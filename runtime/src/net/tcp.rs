@@ -362,17 +362,23 @@ impl TcpStream {
 
     /// Wraps a connected stream from the standard library (it is switched
     /// to nonblocking mode; blocking behaviour is provided by this type).
+    /// Its read and write timeouts carry over: the kernel ignores them on
+    /// a nonblocking socket, so this type enforces them.
     ///
     /// ```
+    /// use std::time::Duration;
     /// let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     /// let c = std::net::TcpStream::connect(l.local_addr()?)?;
+    /// c.set_read_timeout(Some(Duration::from_millis(250)))?;
+    /// let kept = c.read_timeout()?; // 250 ms rounded up to a clock tick
     /// let c = eevdf_rt::net::TcpStream::from_std(c)?;
-    /// # let _ = c;
+    /// assert_eq!(c.read_timeout()?, kept);
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn from_std(s: std::net::TcpStream) -> io::Result<TcpStream> {
+        let (read, write) = (s.read_timeout()?, s.write_timeout()?);
         s.set_nonblocking(true)?;
-        Ok(TcpStream::with_timeouts(s, None, None))
+        Ok(TcpStream::with_timeouts(s, read, write))
     }
 
     /// Sets the read timeout: a read that waits longer fails with
@@ -506,6 +512,10 @@ impl TcpStream {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        // Nothing to peek into: at once, as an empty read (module docs).
+        if buf.is_empty() {
+            return Ok(0);
+        }
         self.inner
             .do_io(Direction::Read, self.read_timeout.get(), would_block, |s| {
                 s.peek(buf)

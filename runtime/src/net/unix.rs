@@ -244,17 +244,23 @@ impl UnixStream {
     }
 
     /// Wraps a connected stream from the standard library (switched to
-    /// nonblocking mode).
+    /// nonblocking mode). Its read and write timeouts carry over: the
+    /// kernel ignores them on a nonblocking socket, so this type enforces
+    /// them.
     ///
     /// ```
+    /// use std::time::Duration;
     /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_write_timeout(Some(Duration::from_millis(250)))?;
+    /// let kept = a.write_timeout()?; // 250 ms rounded up to a clock tick
     /// let a = eevdf_rt::net::UnixStream::from_std(a)?;
-    /// # let _ = a;
+    /// assert_eq!(a.write_timeout()?, kept);
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn from_std(s: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
+        let (read, write) = (s.read_timeout()?, s.write_timeout()?);
         s.set_nonblocking(true)?;
-        Ok(UnixStream::new(s, None, None))
+        Ok(UnixStream::new(s, read, write))
     }
 
     /// Sets the read timeout: a read that waits longer fails with

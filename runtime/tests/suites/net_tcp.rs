@@ -473,3 +473,44 @@ fn a_write_to_a_closed_peer_is_an_error_not_sigpipe() {
         });
     });
 }
+
+/// `from_std` keeps the std socket's timeouts, and enforces the read one
+/// (the kernel ignores it once the socket is nonblocking).
+#[test]
+fn from_std_keeps_the_timeouts() {
+    let rt = rt(1);
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let _peer = l.accept().unwrap();
+    let (r, w) = (Duration::from_millis(50), Duration::from_millis(70));
+    c.set_read_timeout(Some(r)).unwrap();
+    c.set_write_timeout(Some(w)).unwrap();
+    // What the kernel keeps (rounded up to its clock ticks).
+    let (r, w) = (c.read_timeout().unwrap().unwrap(), c.write_timeout().unwrap().unwrap());
+    rt.block_on(move || {
+        let c = TcpStream::from_std(c).unwrap();
+        assert_eq!(c.read_timeout().unwrap(), Some(r));
+        assert_eq!(c.write_timeout().unwrap(), Some(w));
+        let t = Instant::now();
+        let e = (&c).read(&mut [0u8; 8]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+        assert!(t.elapsed() >= r, "{:?}", t.elapsed());
+    });
+}
+
+/// A peek into an empty buffer returns at once on an idle connection, as
+/// an empty read does.
+#[test]
+fn an_empty_peek_returns_at_once() {
+    let rt = rt(1);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    rt.block_on(move || {
+        let c = TcpStream::connect(addr).unwrap();
+        let _peer = l.accept().unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let t = Instant::now();
+        assert_eq!(c.peek(&mut []).unwrap(), 0);
+        assert!(t.elapsed() < Duration::from_secs(10), "waited");
+    });
+}

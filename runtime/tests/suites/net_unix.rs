@@ -361,3 +361,25 @@ fn a_write_to_a_closed_peer_is_epipe_not_sigpipe() {
         });
     });
 }
+
+/// `from_std` keeps the std socket's timeouts, and enforces the read one
+/// (the kernel ignores it once the socket is nonblocking).
+#[test]
+fn from_std_keeps_the_timeouts() {
+    let rt = rt(1);
+    let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let (r, w) = (Duration::from_millis(50), Duration::from_millis(70));
+    a.set_read_timeout(Some(r)).unwrap();
+    a.set_write_timeout(Some(w)).unwrap();
+    // What the kernel keeps (rounded up to its clock ticks).
+    let (r, w) = (a.read_timeout().unwrap().unwrap(), a.write_timeout().unwrap().unwrap());
+    rt.block_on(move || {
+        let a = UnixStream::from_std(a).unwrap();
+        assert_eq!(a.read_timeout().unwrap(), Some(r));
+        assert_eq!(a.write_timeout().unwrap(), Some(w));
+        let t = Instant::now();
+        let e = (&a).read(&mut [0u8; 8]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+        assert!(t.elapsed() >= r, "{:?}", t.elapsed());
+    });
+}

@@ -166,8 +166,11 @@ fn a_read_waits_without_busy_polling() {
             drop(writer);
             polls.load(Ordering::Relaxed)
         });
-        // First poll (Pending), the readiness wake, maybe one spurious.
-        assert!(polls <= 4, "the read was polled {polls} times in 200 ms");
+        // First poll (Pending), the readiness wake, maybe one spurious;
+        // on a loaded host a few more, where a stalled worker thread finds
+        // its slice over and a poll yields (Pending, self-woken) instead of
+        // switching. Polling at every tick would be 50 or more.
+        assert!(polls <= 16, "the read was polled {polls} times in 200 ms");
     });
 }
 

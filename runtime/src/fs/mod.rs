@@ -48,12 +48,22 @@
 //!   sync or an uncached read can now be switched out while holding it
 //!   (under io_uring it always could): use the runtime's own locks there.
 //!
+//! Reads, writes and seeks at the file position through one `File` happen
+//! one at a time, in some order, as the kernel orders them for system
+//! calls: green threads that share a `&File` each read different bytes.
+//! Under io_uring the kernel does not order a ring operation at the
+//! position with others, so `File` does, with a green-aware lock of its
+//! own; operations through another descriptor of the same open file (a
+//! `dup`, a std clone) are not ordered with it. Sharers that need no
+//! order use [`File::read_at`] / [`File::write_at`], which take no lock.
+//!
 //! One difference from `std` under io_uring: the kernel performs a ring
 //! `openat` without blocking where it can, so opening a FIFO returns at
 //! once instead of waiting for the other end (reads and writes on it then
 //! wait as usual).
 
 use crate::io::uring;
+use crate::sync::Mutex;
 use io_uring::{opcode, types};
 use std::ffi::CString;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -90,6 +100,14 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct File {
     inner: std::fs::File,
+    /// Held across each read, write and seek at the file position. The
+    /// kernel orders those for plain system calls (its per-file position
+    /// lock), but an io_uring read or write at the position takes the
+    /// position when it starts and stores it back when it completes,
+    /// without that lock: two in flight at once would both read the same
+    /// bytes, or write over each other, and a seek meanwhile would be
+    /// undone. A green-aware lock, so waiting parks only the green thread.
+    position: Mutex<()>,
 }
 
 /// A path as a C string (an interior NUL is `InvalidInput`, like std).
@@ -246,14 +264,11 @@ impl File {
                 let fd = r? as RawFd;
                 // SAFETY: a successful openat returned a new descriptor.
                 let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-                return Ok(File {
-                    inner: std::fs::File::from(owned),
-                });
+                return Ok(File::from_std(std::fs::File::from(owned)));
             }
         }
         let path = path.to_path_buf();
-        let inner = off_worker(move || options.open(path))?;
-        Ok(File { inner })
+        Ok(File::from_std(off_worker(move || options.open(path))?))
     }
 
     /// Opens a file for reading, like `std::fs::File::open`.
@@ -299,7 +314,10 @@ impl File {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn from_std(f: std::fs::File) -> File {
-        File { inner: f }
+        File {
+            inner: f,
+            position: Mutex::new(()),
+        }
     }
 
     /// The `std` file inside.
@@ -464,6 +482,7 @@ impl File {
 impl Read for &File {
     /// Reads at the file position and advances it.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let _at_position = self.position.lock();
         let fd = self.inner.as_raw_fd();
         let len = buf.len().min(u32::MAX as usize) as u32;
         let e = opcode::Read::new(types::Fd(fd), buf.as_mut_ptr(), len)
@@ -481,6 +500,7 @@ impl Write for &File {
     /// Writes at the file position (the end, for files opened to append)
     /// and advances it.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let _at_position = self.position.lock();
         let fd = self.inner.as_raw_fd();
         let len = buf.len().min(u32::MAX as usize) as u32;
         let e = opcode::Write::new(types::Fd(fd), buf.as_ptr(), len)
@@ -500,6 +520,7 @@ impl Write for &File {
 
 impl Seek for &File {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        let _at_position = self.position.lock();
         (&self.inner).seek(pos)
     }
 }

@@ -195,3 +195,64 @@ fn file_calls_do_not_wait_behind_a_full_blocking_pool() {
     std::fs::remove_file(path).unwrap();
     assert!(job_saw_signal, "a file call waited behind the pool's busy thread");
 }
+
+/// Green threads that share one `&File` and read at its position each get
+/// different blocks, every block once, as with `read(2)` on OS threads,
+/// also when the reads miss the page cache (under io_uring two reads in
+/// flight at once would both take the same position).
+#[test]
+fn shared_reads_at_the_position_read_every_block_once() {
+    use std::os::fd::AsRawFd;
+    use std::sync::Arc;
+    const BLOCK: usize = 4096;
+    const BLOCKS: usize = 2048;
+    let path = tmp("shared-position");
+    {
+        let mut f = std::fs::File::create(&path).unwrap();
+        let mut b = vec![0u8; BLOCK];
+        for i in 0..BLOCKS {
+            b[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            f.write_all(&b).unwrap();
+        }
+        f.sync_all().unwrap();
+    }
+    let rt = builder().workers(1).build().unwrap();
+    for round in 0..2 {
+        // Out of the page cache, so that reads wait for the device and
+        // overlap (the kernel may keep some pages; the test still holds).
+        let f = std::fs::File::open(&path).unwrap();
+        // SAFETY: advice on a descriptor we hold open; it reads no memory.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        drop(f);
+        let p = path.clone();
+        let mut seen = rt.block_on(move || {
+            let f = Arc::new(File::open(&p).unwrap());
+            let readers: Vec<_> = (0..8)
+                .map(|_| {
+                    let f = f.clone();
+                    eevdf_rt::spawn(move || {
+                        let mut got = Vec::new();
+                        let mut b = vec![0u8; BLOCK];
+                        loop {
+                            let n = (&*f).read(&mut b).unwrap();
+                            if n == 0 {
+                                return got;
+                            }
+                            assert_eq!(n, BLOCK, "short read");
+                            got.push(u64::from_le_bytes(b[..8].try_into().unwrap()));
+                        }
+                    })
+                })
+                .collect();
+            readers
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect::<Vec<u64>>()
+        });
+        seen.sort_unstable();
+        let all: Vec<u64> = (0..BLOCKS as u64).collect();
+        assert_eq!(seen.len(), BLOCKS, "round {round}: blocks read twice or lost");
+        assert_eq!(seen, all, "round {round}");
+    }
+    std::fs::remove_file(&path).unwrap();
+}

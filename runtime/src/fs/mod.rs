@@ -47,6 +47,13 @@
 //! * A green thread that holds a `std::sync::Mutex` across an `open`, a
 //!   sync or an uncached read can now be switched out while holding it
 //!   (under io_uring it always could): use the runtime's own locks there.
+//! * Runtime shutdown unwinds a green thread that waits for the pool
+//!   without waiting for the pool's call. An uncached read at the file
+//!   position that was under way then still moves the position, and its
+//!   bytes are dropped with the thread: another holder of the same open
+//!   file (an OS thread that outlives the runtime) does not see them.
+//!   `read_at` has no such effect, and the io_uring driver waits for its
+//!   reads before it unwinds anyone.
 //!
 //! Reads, writes and seeks at the file position through one `File` happen
 //! one at a time, in some order, as the kernel orders them for system

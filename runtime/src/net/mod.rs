@@ -8,7 +8,7 @@
 //! changing imports, and green threads and OS threads can be the two ends
 //! of one connection. How waiting works is described in [`crate::io`].
 //!
-//! Two differences from `std::net`:
+//! Three differences from `std::net`:
 //! - A read (or `peek`) into an empty buffer returns `Ok(0)` at once. The kernel would
 //!   make it wait until data arrives (and then still return 0); a runtime
 //!   read of nothing does not wait, on either I/O driver, blocking or
@@ -17,6 +17,11 @@
 //!   `EPIPE` error, never a `SIGPIPE`, even in a program that does not
 //!   ignore that signal (std's `UnixStream` writes and its vectored writes
 //!   raise it).
+//! - The socket is in nonblocking mode (this type waits for it), and that
+//!   mode belongs to the open socket, not to one descriptor: a duplicate
+//!   (`as_fd().try_clone_to_owned()`, a descriptor handed to a child
+//!   process, the std socket a `from_std` came from) answers `EAGAIN`
+//!   where a std socket would wait.
 //!
 //! ```
 //! use std::io::{Read, Write};

@@ -14,19 +14,19 @@
 //!
 //! A future's `poll` runs on one OS thread from start to end: while a
 //! green thread is inside [`block_on_future`]'s poll, the runtime's own
-//! preemption points (a spawn from an executor, a wake, an I/O poll) do
-//! not switch, so the green thread cannot move to another worker thread
+//! preemption points (a spawn or [`spawn_future`] from an executor, a
+//! wake, an I/O poll, the join of a task that has finished) do not switch, so the green thread cannot move to another worker thread
 //! in the middle of the poll. Async libraries keep per-thread caches
 //! (hyper's date header is a `thread_local!` `RefCell`), and the compiler
 //! may compute a thread-local's address once for a whole function: a
 //! switch inside the poll, then a resume on another thread, would make
 //! the rest of that poll use the first thread's copy while that thread
 //! uses it too. (For the same reason each poll is a call of its own, never
-//! inlined into the loop that parks between polls.) Instead, a runtime I/O poll that finds a preemption due
-//! wakes its own waker and returns `Pending` (as tokio's cooperative
+//! inlined into the loop that parks between polls.) Instead, a runtime I/O
+//! poll that finds a preemption due wakes its own waker and returns `Pending` (as tokio's cooperative
 //! budget does), and `block_on_future` passes the preemption point
-//! between polls. Only a blocking call inside a poll (a lock, a channel)
-//! and an explicit [`yield_now`](crate::yield_now) or
+//! between polls. Only a blocking call inside a poll (a lock, a channel,
+//! the join of a task that has not finished) and an explicit [`yield_now`](crate::yield_now) or
 //! [`preempt_point`](crate::preempt_point) still switch there.
 //!
 //! # No lost wakeup
@@ -189,7 +189,10 @@ pub(crate) fn poll_preempt_point() -> bool {
 ///
 /// # Panics
 /// Outside the runtime (neither a green thread nor one of its pool
-/// threads), or if the runtime is shut down (like [`spawn`](crate::spawn)).
+/// threads), or if the runtime is shut down, with the same exception as
+/// [`spawn`](crate::spawn): in a destructor that runs while shutdown
+/// unwinds the calling green thread, the future is dropped unpolled and
+/// the handle's join reports [`Cancelled`](crate::Cancelled).
 ///
 /// ```
 /// let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
@@ -213,6 +216,9 @@ where
     // A preemption point, as every spawn from a green thread is.
     match spawn_future_on(&sh, SpawnOpts::default_opts(), fut, true) {
         Ok(h) => h,
+        // As `spawn`: refused quietly in a destructor that shutdown's
+        // unwinding runs, where a panic would abort the process.
+        Err(_) if crate::runtime::api::unwound_by_shutdown() => JoinHandle::cancelled(),
         Err(e) => panic!("eevdf_rt::spawn_future: {e}"),
     }
 }
@@ -241,7 +247,9 @@ where
         spawn::spawn_green_no_preempt(sh, opts, move || block_on_future(fut))
     }?;
     if preempt {
-        crate::runtime::api::preempt_point();
+        // The runtime's own point, which does not switch inside a poll
+        // (module docs): `spawn_future` is called from async code.
+        crate::runtime::api::preempt_point_at(None);
     }
     Ok(h)
 }

@@ -214,3 +214,48 @@ fn a_thread_cancelled_at_shutdown_is_an_err() {
         assert!(err.downcast_ref::<eevdf_rt::Cancelled>().is_some());
     });
 }
+
+/// A waker that panics when woken (a buggy executor's, say).
+struct PanickingWaker;
+
+impl Wake for PanickingWaker {
+    fn wake(self: Arc<Self>) {
+        panic!("a user's waker panics (expected in this test)");
+    }
+}
+
+/// A handle awaited with a waker that panics: the green thread's completion
+/// wakes it, and the panic ends there. The worker goes on (a new task
+/// runs, the finished one leaves the registry), as does a blocking-pool
+/// thread (its only slot takes the next job).
+#[test]
+fn a_panicking_waker_on_a_handle_stops_neither_a_worker_nor_the_pool() {
+    within(Duration::from_secs(60), || {
+        let rt = eevdf_rt::Builder::new()
+            .workers(1)
+            .max_blocking_threads(1)
+            .build()
+            .unwrap();
+        let waker = Waker::from(Arc::new(PanickingWaker));
+        let mut green = rt.spawn(|| {
+            eevdf_rt::sleep(Duration::from_millis(30));
+            7u32
+        });
+        let mut pooled = rt.spawn_blocking(|| {
+            std::thread::sleep(Duration::from_millis(30));
+            8u32
+        });
+        assert!(poll_once(&mut green, &waker).is_pending());
+        assert!(poll_once(&mut pooled, &waker).is_pending());
+        while !(green.is_finished() && pooled.is_finished()) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(rt.spawn(|| 5u32).join().unwrap(), 5, "the worker");
+        assert_eq!(rt.spawn_blocking(|| 6u32).join().unwrap(), 6, "the pool");
+        assert_eq!(green.join().unwrap(), 7);
+        assert_eq!(pooled.join().unwrap(), 8);
+        while rt.live_tasks() > 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+}

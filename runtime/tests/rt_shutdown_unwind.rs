@@ -97,30 +97,46 @@ fn a_destructor_that_joins_a_child_during_shutdown_completes() {
     });
 }
 
-/// `eevdf_rt::spawn` in a destructor during shutdown does not panic (which
-/// would abort): its handle reports `Cancelled`, and the closure never runs.
+/// A spawn of each kind in a destructor during shutdown.
+type Spawner = fn(Arc<AtomicUsize>) -> eevdf_rt::JoinHandle<usize>;
+
+/// `eevdf_rt::spawn`, `spawn_future` and `task::spawn_blocking` in a
+/// destructor during shutdown do not panic (which would abort): the handle
+/// reports `Cancelled`, and the closure or future never runs.
 #[test]
 fn a_spawn_in_a_destructor_during_shutdown_is_cancelled_not_a_panic() {
-    with_timeout(60, "spawn in drop", || {
-        let rt = rt(1);
-        let outcome = Arc::new(AtomicUsize::new(0));
-        let o = outcome.clone();
-        let h = rt.spawn(move || {
-            let _g = OnDrop(move || {
-                let ran = Arc::new(AtomicUsize::new(0));
-                let r = ran.clone();
-                let child = eevdf_rt::spawn(move || r.fetch_add(1, Ordering::SeqCst));
-                if is_cancelled(child.join()) && ran.load(Ordering::SeqCst) == 0 {
-                    o.store(1, Ordering::SeqCst);
-                }
+    let kinds: [(&str, Spawner); 3] = [
+        ("spawn", |r| {
+            eevdf_rt::spawn(move || r.fetch_add(1, Ordering::SeqCst))
+        }),
+        ("spawn_future", |r| {
+            eevdf_rt::spawn_future(async move { r.fetch_add(1, Ordering::SeqCst) })
+        }),
+        ("spawn_blocking", |r| {
+            eevdf_rt::task::spawn_blocking(move || r.fetch_add(1, Ordering::SeqCst))
+        }),
+    ];
+    for (kind, spawner) in kinds {
+        with_timeout(60, "spawn in drop", move || {
+            let rt = rt(1);
+            let outcome = Arc::new(AtomicUsize::new(0));
+            let o = outcome.clone();
+            let h = rt.spawn(move || {
+                let _g = OnDrop(move || {
+                    let ran = Arc::new(AtomicUsize::new(0));
+                    let child = spawner(ran.clone());
+                    if is_cancelled(child.join()) && ran.load(Ordering::SeqCst) == 0 {
+                        o.store(1, Ordering::SeqCst);
+                    }
+                });
+                park_forever()
             });
-            park_forever()
+            std::thread::sleep(Duration::from_millis(20));
+            rt.shutdown();
+            assert_eq!(outcome.load(Ordering::SeqCst), 1, "{kind}");
+            assert!(is_cancelled(h.join()), "{kind}");
         });
-        std::thread::sleep(Duration::from_millis(20));
-        rt.shutdown();
-        assert_eq!(outcome.load(Ordering::SeqCst), 1);
-        assert!(is_cancelled(h.join()));
-    });
+    }
 }
 
 /// A destructor that waits for something nothing will ever do holds

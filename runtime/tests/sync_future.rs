@@ -288,3 +288,59 @@ fn a_spawn_inside_a_poll_does_not_switch_out_of_it() {
         assert!(turns.load(SeqCst) > 0, "the other task never ran");
     });
 }
+
+/// `spawn_future` and the join of a finished task inside a poll, with a
+/// reschedule due, do not switch out of the poll either (both are the
+/// runtime's own preemption points, not blocking calls). Hand-off is off,
+/// as in the test above.
+#[test]
+fn a_spawn_future_or_a_finished_join_inside_a_poll_does_not_switch_out_of_it() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+    within(Duration::from_secs(60), || {
+        let rt = eevdf_rt::Builder::new()
+            .workers(1)
+            .handoff(None)
+            .build()
+            .unwrap();
+        let inside = Arc::new(AtomicBool::new(false));
+        let violations = Arc::new(AtomicU32::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let other = {
+            let (inside, violations, stop) = (inside.clone(), violations.clone(), stop.clone());
+            rt.spawn(move || {
+                while !stop.load(SeqCst) {
+                    if inside.load(SeqCst) {
+                        violations.fetch_add(1, SeqCst);
+                    }
+                    eevdf_rt::yield_now();
+                }
+            })
+        };
+        let (i2, s2) = (inside.clone(), stop.clone());
+        rt.block_on(move || {
+            for round in 0..20 {
+                let finished = eevdf_rt::spawn(|| 3u32);
+                while !finished.is_finished() {
+                    eevdf_rt::yield_now();
+                }
+                let mut finished = Some(finished);
+                eevdf_rt::block_on_future(std::future::poll_fn(|_cx| {
+                    i2.store(true, SeqCst);
+                    // Past a tick and the slice: a switch is due.
+                    common::burn(Duration::from_millis(3));
+                    if round % 2 == 0 {
+                        drop(eevdf_rt::spawn_future(async {}));
+                    } else {
+                        assert_eq!(finished.take().unwrap().join().unwrap(), 3);
+                    }
+                    i2.store(false, SeqCst);
+                    Poll::Ready(())
+                }));
+                eevdf_rt::yield_now();
+            }
+            s2.store(true, SeqCst);
+        });
+        other.join().unwrap();
+        assert_eq!(violations.load(SeqCst), 0, "another task ran inside a poll");
+    });
+}

@@ -280,7 +280,8 @@ impl ScheduledIo {
             // Readiness wakeups may go to the polling worker (WA_IO).
             crate::wake::placement::io_wakeups(|| {
                 if let Some(t) = task {
-                    t.wake();
+                    // A future's waker, maybe another executor's.
+                    crate::wake::wake_foreign(t);
                 }
                 for w in batch.iter().flatten() {
                     w.wake();

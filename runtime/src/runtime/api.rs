@@ -55,12 +55,18 @@ where
         // panic here would abort the process (a panic in a destructor
         // during unwinding), so the spawn is refused quietly instead. The
         // closure was dropped unrun; the handle's join reports `Cancelled`.
-        Err(_) if tls::current().is_some_and(|t| t.cancelled.load(Ordering::Relaxed)) => {
-            return JoinHandle::cancelled();
-        }
+        Err(_) if unwound_by_shutdown() => return JoinHandle::cancelled(),
         Err(e) => panic!("eevdf_rt::spawn: {e}"),
     };
     h
+}
+
+/// Whether the calling green thread is cancelled by shutdown (being
+/// unwound, or about to be): the spawns it makes are refused with a
+/// [`Cancelled`](crate::Cancelled) handle instead of a panic, which in a
+/// destructor during that unwinding would abort the process.
+pub(crate) fn unwound_by_shutdown() -> bool {
+    tls::current().is_some_and(|t| t.cancelled.load(Ordering::Relaxed))
 }
 
 /// Gives up the worker: the green thread's deadline moves back by one
@@ -491,11 +497,17 @@ fn park_inner(deadline: Option<Instant>) {
     if token.swap(false, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
-    waiter::park(|| token.load(std::sync::atomic::Ordering::SeqCst), deadline);
+    if !waiter::park(|| token.load(std::sync::atomic::Ordering::SeqCst), deadline) {
+        // Timed out: a token that an `unpark` leaves from now on is for the
+        // next park, as with std's (erasing it here could lose that wakeup).
+        return;
+    }
+    // Woken by the token: consume it, with a read-modify-write, which
+    // reads the unparker's store and so sees what it wrote before.
     // Re-fetch: we may run on another worker now (the task is the same).
     if let Some(me) = tls::current() {
         me.unpark_token
-            .store(false, std::sync::atomic::Ordering::SeqCst);
+            .swap(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

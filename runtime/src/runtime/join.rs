@@ -73,7 +73,8 @@ impl Joiner {
     fn wake(self) {
         match self {
             Joiner::Park(w) => platform::wake(w),
-            Joiner::Task(w) => w.wake(),
+            // An async joiner's waker is the user's: it may panic.
+            Joiner::Task(w) => crate::wake::wake_foreign(w),
         }
     }
 }
@@ -510,8 +511,10 @@ impl<T> JoinHandle<T> {
         drop(self);
         if !switched {
             // Neither a directed yield nor a park went through the
-            // scheduler: pass a preemption point instead.
-            crate::runtime::api::preempt_point();
+            // scheduler: pass a preemption point instead (the runtime's
+            // own, which does not switch inside a future's poll: a join
+            // that did not block is no blocking call).
+            crate::runtime::api::preempt_point_at(None);
         }
         result
     }

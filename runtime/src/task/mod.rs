@@ -53,7 +53,10 @@ pub use crate::runtime::join::JoinHandle;
 /// Outside the runtime — on an OS thread that is neither a green thread nor
 /// a pool thread (use [`Runtime::spawn_blocking`](crate::Runtime::spawn_blocking)
 /// there) — or if the runtime is shut down, or no pool thread can be
-/// started while none is running.
+/// started while none is running. The exception is [`spawn`](crate::spawn)'s:
+/// in a destructor that runs while shutdown unwinds the calling green
+/// thread, `f` is dropped unrun and the handle's join reports
+/// [`Cancelled`](crate::Cancelled).
 pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -66,6 +69,9 @@ where
     };
     match crate::runtime::blocking::spawn_blocking(&sh, f) {
         Ok(h) => h,
+        // As `spawn`: refused quietly in a destructor that shutdown's
+        // unwinding runs, where a panic would abort the process.
+        Err(_) if crate::runtime::api::unwound_by_shutdown() => JoinHandle::cancelled(),
         Err(e) => panic!("eevdf_rt::task::spawn_blocking: {e}"),
     }
 }

@@ -201,9 +201,8 @@ fn run(d: &'static Driver) {
             drop(st);
             for w in due.drain(..) {
                 // A user's waker that panics must not end this thread: every
-                // timer future of the process would stop firing. (The panic
-                // hook has reported it.)
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()));
+                // timer future of the process would stop firing.
+                crate::wake::wake_foreign(w);
             }
             st = d.state.lock();
             continue;

@@ -28,6 +28,15 @@ use crate::task::TaskRef;
 use crate::time::clock;
 use crate::worker::{tls, Rq, Worker};
 
+/// Wakes a `Waker` that came from outside the runtime (a future's
+/// context under another executor, a user's own waker) and may panic. The
+/// panic ends here, reported by the panic hook: the caller is a worker, the
+/// timer thread, the reactor or a blocking-pool thread, which must go on
+/// (a dead worker strands its run queue; a dead pool thread its slot).
+pub(crate) fn wake_foreign(w: std::task::Waker) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()));
+}
+
 /// The waker's worker index if this thread is a worker of `sh` and still
 /// owns it. A thread whose worker was handed to another thread while it
 /// ran a green thread (`worker::handoff`) wakes and spawns as an outsider

@@ -38,7 +38,8 @@ pub enum Error {
     /// The runtime has been shut down.
     Shutdown,
     /// `Runtime::block_on` was called from inside a green thread, which would
-    /// block the worker it runs on.
+    /// block the worker it runs on. (`block_on` returns no error: this is
+    /// the text of its panic.)
     NestedBlockOn,
     /// A call that acts on the current green thread was made outside one.
     NotGreenThread {
@@ -82,7 +83,8 @@ impl fmt::Display for Error {
             } => write!(f, "invalid {param} {value}: allowed values are {allowed}"),
             Error::UnknownFeature { name, valid } => write!(
                 f,
-                "unknown scheduler feature `{name}`; valid features (each may be prefixed with NO_): {}",
+                "unknown scheduler feature `{name}`; valid features (each may be prefixed with NO_): {}; \
+                 presets: default, kernel",
                 valid.join(", ")
             ),
             Error::Shutdown => write!(f, "the runtime has been shut down"),

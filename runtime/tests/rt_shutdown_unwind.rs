@@ -167,9 +167,82 @@ fn a_destructor_that_waits_for_good_delays_shutdown_by_a_bounded_time() {
         assert!(took < Duration::from_secs(20), "shutdown took {took:?}");
         assert_eq!(dropped.load(Ordering::SeqCst), 1);
         assert!(is_cancelled(other.join()));
-        // The stuck one is left as it is: its joiner never gets a result
-        // from it, so it is not joined here; the sender keeps it waiting.
-        drop(stuck);
+        // The stuck one is left as it is (the sender keeps it waiting),
+        // but its joiner is told: `Cancelled`, not a wait for good.
+        assert!(is_cancelled(stuck.join()));
         drop(tx);
+    });
+}
+
+/// A second `shutdown` while the first still unwinds green threads waits
+/// until the first has finished: when either returns, every destructor
+/// has run.
+#[test]
+fn a_shutdown_during_another_returns_after_it() {
+    with_timeout(60, "concurrent shutdown", || {
+        let rt = Arc::new(rt(1));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let d = dropped.clone();
+        let _h = rt.spawn(move || {
+            let _g = OnDrop(move || {
+                eevdf_rt::sleep(Duration::from_millis(300));
+                d.fetch_add(1, Ordering::SeqCst);
+            });
+            park_forever()
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        let first = {
+            let rt = rt.clone();
+            let d = dropped.clone();
+            std::thread::spawn(move || {
+                rt.shutdown();
+                d.load(Ordering::SeqCst)
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        rt.shutdown();
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "the second call returned early"
+        );
+        assert_eq!(first.join().unwrap(), 1, "the first call returned early");
+        rt.shutdown(); // and later calls return at once
+    });
+}
+
+/// The run queues' decision counters in `stats()` do not go back to zero
+/// at shutdown (the queues are replaced by empty ones then).
+#[test]
+fn stats_keep_their_counts_after_shutdown() {
+    with_timeout(60, "stats after shutdown", || {
+        let rt = eevdf_rt::Builder::new()
+            .workers(1)
+            .handoff(None)
+            .base_slice(Duration::from_micros(100))
+            .build()
+            .unwrap();
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                rt.spawn(|| {
+                    let t = Instant::now();
+                    while t.elapsed() < Duration::from_millis(30) {
+                        eevdf_rt::preempt_point();
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let before = rt.stats().total();
+        assert!(before.resched_slice > 0, "{before:?}");
+        rt.shutdown();
+        let after = rt.stats().total();
+        assert!(after.picks >= before.picks);
+        assert_eq!(after.resched_slice, before.resched_slice);
+        assert_eq!(after.resched_protection, before.resched_protection);
+        assert_eq!(after.resched_ineligible, before.resched_ineligible);
+        assert_eq!(after.protection_shortened, before.protection_shortened);
     });
 }

@@ -2,8 +2,9 @@
 //!
 //! Owns: [`Builder`], its defaults (documented on each method) and the
 //! validation of every value, and starting the runtime (workers pinned one
-//! per allowed core; there is no other thread). Must not: hold runtime
-//! state.
+//! per allowed core, and the hand-off monitor unless it is off; the
+//! blocking pool and the timer thread start at their first use). Must not:
+//! hold runtime state.
 
 use super::blocking;
 use super::Runtime;
@@ -112,7 +113,10 @@ impl Builder {
     }
 
     /// Default stack size of a green thread (16 KiB ..= 1 GiB; virtual, only
-    /// touched pages become resident). Default 256 KiB.
+    /// touched pages become resident). Default 256 KiB. Near the minimum,
+    /// a panic that prints a backtrace (`RUST_BACKTRACE` set) can itself
+    /// overflow the stack in a debug build, which aborts the process: give
+    /// threads that may panic at least 32 KiB.
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
         self

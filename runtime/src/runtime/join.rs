@@ -165,6 +165,24 @@ impl Packet {
         // it is unwound; never both: `PacketGuard` takes the packet) writes
         // the result, and the joiner reads it only after seeing DONE.
         self.result.with_mut(|p| unsafe { (*p).put(r) });
+        self.publish();
+    }
+
+    /// Completes with `Err(Cancelled)` for a green thread that shutdown
+    /// gave up on: its stack is left as it was, so its [`PacketGuard`],
+    /// which would have done this, is never dropped.
+    ///
+    /// # Safety
+    /// The guard must never run again (its context is never resumed or
+    /// dropped): this call takes its place as the completer.
+    pub(crate) unsafe fn complete_abandoned(&self) {
+        // SAFETY: the caller makes us the only completer (as in `complete`).
+        self.result.with_mut(|p| unsafe { (*p).put_cancelled() });
+        self.publish();
+    }
+
+    /// The completer's half of the protocol once the result is stored.
+    fn publish(&self) {
         let prev = self.state.swap(DONE, Ordering::AcqRel);
         if prev & DETACHED != 0 {
             // The handle is gone and will not look again: drop the result
@@ -494,7 +512,10 @@ impl<T> JoinHandle<T> {
         let mut switched = false;
         if !packet.is_done() {
             if let (Some(me), Some(t)) = (tls::current(), self.green()) {
-                if t.cpu() == me.cpu()
+                // Same worker of the same runtime (another runtime's worker
+                // with the same index is no place to yield to).
+                if Arc::ptr_eq(&t.shared, &me.shared)
+                    && t.cpu() == me.cpu()
                     && !t.st.on_cpu()
                     && t.st.on_rq() == QUEUED
                     && t.st.state() == RUNNING

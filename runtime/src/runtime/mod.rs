@@ -56,14 +56,32 @@ struct Threads {
 /// ```
 pub struct Runtime {
     shared: Arc<Shared>,
-    threads: Mutex<Option<Threads>>,
+    stop: Mutex<Stop>,
+    /// Signalled when a shutdown has finished (`Stop::done`).
+    stopped: parking_lot::Condvar,
+}
+
+/// What shutdown takes, and who is taking it.
+struct Stop {
+    /// The worker threads, until a shutdown takes them.
+    threads: Option<Threads>,
+    /// The thread that runs the shutdown, while it does: a destructor it
+    /// runs may call `shutdown` again, which must not wait for itself.
+    finisher: Option<std::thread::ThreadId>,
+    /// The shutdown has finished.
+    done: bool,
 }
 
 impl Runtime {
     fn from_parts(shared: Arc<Shared>, workers: Vec<ThreadHandle<()>>) -> Self {
         Runtime {
             shared,
-            threads: Mutex::new(Some(Threads { workers })),
+            stop: Mutex::new(Stop {
+                threads: Some(Threads { workers }),
+                finisher: None,
+                done: false,
+            }),
+            stopped: parking_lot::Condvar::new(),
         }
     }
 
@@ -128,6 +146,8 @@ impl Runtime {
     /// # Panics
     /// If called from inside a green thread (it would block a worker: call
     /// `f` directly, or spawn it and join), or if the runtime is shut down.
+    /// A shutdown while `f` runs unwinds it, and this call then resumes that
+    /// unwinding: the panic's payload is [`Cancelled`](crate::Cancelled).
     pub fn block_on<F, T>(&self, f: F) -> T
     where
         F: FnOnce() -> T + Send + 'static,
@@ -136,7 +156,11 @@ impl Runtime {
         if tls::current().is_some() {
             panic!("{}", Error::NestedBlockOn);
         }
-        match self.spawn(f).join() {
+        let h = match self.try_spawn(f) {
+            Ok(h) => h,
+            Err(e) => panic!("Runtime::block_on: {e}"),
+        };
+        match h.join() {
             Ok(v) => v,
             Err(p) => resume_unwind(p),
         }
@@ -333,8 +357,8 @@ impl Runtime {
     /// green threads being unwound take turns until all have finished. One
     /// whose destructor waits for something that never happens holds this
     /// call for 2 s at most; it is then left unfinished (its stack stays
-    /// mapped, its remaining destructors never run, and a line on stderr
-    /// says so).
+    /// mapped, its remaining destructors never run, its joiners get
+    /// `Cancelled`, and a line on stderr says so).
     /// Nothing handed to a sleeping green thread is lost: a thread whose
     /// wait was already served when it is unwound — a lock, a permit or a
     /// message handed over by a thread unwound before it — returns from
@@ -345,7 +369,8 @@ impl Runtime {
     /// Blocking-pool jobs are not waited for: queued ones are cancelled,
     /// running ones finish on their own threads and still deliver their
     /// results.
-    /// Idempotent; also done on drop.
+    /// Idempotent: a call made while another runs waits until that one has
+    /// finished. Also done on drop.
     ///
     /// A green thread that never reaches a preemption point keeps its
     /// worker (and this call) waiting: preemption is cooperative. So does
@@ -362,10 +387,43 @@ impl Runtime {
         if wake_on_own_worker(&self.shared) {
             panic!("Runtime::shutdown called from one of its own green threads");
         }
-        let Some(threads) = self.threads.lock().take() else {
-            return;
+        let me = std::thread::current().id();
+        let threads = {
+            let mut st = self.stop.lock();
+            match st.threads.take() {
+                Some(threads) => {
+                    st.finisher = Some(me);
+                    threads
+                }
+                None => {
+                    // Another call runs it: wait until it has finished, as
+                    // it will (unless it is this very thread, in a
+                    // destructor that shutdown runs).
+                    if st.finisher != Some(me) {
+                        while !st.done {
+                            self.stopped.wait(&mut st);
+                        }
+                    }
+                    return;
+                }
+            }
         };
+        // Waiters are released even if a destructor's panic escapes.
+        let _finished = OnFinish(self);
         finish_shutdown(self.shared.clone(), threads);
+    }
+}
+
+/// Marks the shutdown finished and wakes the calls that wait for it.
+struct OnFinish<'a>(&'a Runtime);
+
+impl Drop for OnFinish<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.stop.lock();
+        st.done = true;
+        st.finisher = None;
+        drop(st);
+        self.0.stopped.notify_all();
     }
 }
 
@@ -376,9 +434,11 @@ fn wake_on_own_worker(sh: &Shared) -> bool {
 fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
     sh.shutdown.store(true, Ordering::Release);
     // Blocking jobs are not waited for (runtime::blocking, "Shutdown").
-    if let Some(pool) = sh.blocking_pool_if_started() {
-        pool.shutdown();
-    }
+    // The pool is made here if it was never used: a `spawn_blocking` that
+    // read the flag before it was set may be making it right now, and
+    // must get the pool this shuts down (one pool per runtime), not a new
+    // one that would run its job after shutdown returned.
+    sh.blocking_pool().shutdown();
     // The monitor and the standby threads first: no hand-off starts now.
     crate::worker::handoff::shutdown(&sh);
     for w in sh.workers.iter() {
@@ -415,7 +475,10 @@ fn finish_shutdown(sh: Arc<Shared>, threads: Threads) {
         let mut rq = w.lock();
         let params = rq.q.params();
         let features = rq.q.features();
-        let old = std::mem::replace(&mut rq.q, RunQueue::new(params, features));
+        let mut fresh = RunQueue::new(params, features);
+        // `stats()` keeps reading the counters from here.
+        fresh.continue_counters(rq.q.counters());
+        let old = std::mem::replace(&mut rq.q, fresh);
         rq.timers.clear();
         #[cfg(debug_assertions)]
         {
@@ -460,8 +523,8 @@ const UNWIND_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// its parent waits for — until all have finished. A destructor that
 /// waits for something no green thread will ever do would keep shutdown
 /// here for good: after [`UNWIND_LIMIT`] the rest are left as they are
-/// (their stacks stay mapped, their remaining destructors never run) and a
-/// message says how many. (A forced unwind, corosensei's, aborts the
+/// (their stacks stay mapped, their remaining destructors never run), their
+/// joiners get `Cancelled`, and a message says how many. (A forced unwind, corosensei's, aborts the
 /// process when a destructor suspends: it is used only for contexts that
 /// never started.)
 fn unwind_green_threads(tasks: &[TaskRef]) {
@@ -506,8 +569,17 @@ fn unwind_green_threads(tasks: &[TaskRef]) {
                  still wait after {UNWIND_LIMIT:?}; their stacks stay mapped",
                 blocked.len()
             );
-            for (_, ctx) in blocked {
+            for (t, ctx) in blocked {
                 ctx.leak();
+                // Its completion guard is on the stack just left as it is:
+                // give its joiners their `Cancelled` here, or a join would
+                // wait for good. (A thread whose result was delivered and
+                // that blocked after, dropping it, has nothing to give.)
+                if !t.join.is_done() {
+                    // SAFETY: the context was just leaked: it is never
+                    // resumed or dropped, so its guard never completes.
+                    unsafe { t.join.complete_abandoned() };
+                }
             }
             break;
         }
@@ -521,7 +593,8 @@ fn unwind_green_threads(tasks: &[TaskRef]) {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        let Some(threads) = self.threads.lock().take() else {
+        // No other call can be under way: they all borrowed the runtime.
+        let Some(threads) = self.stop.get_mut().threads.take() else {
             return;
         };
         if wake_on_own_worker(&self.shared) {

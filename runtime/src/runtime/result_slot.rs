@@ -41,8 +41,10 @@ const fn fits<T>() -> bool {
 /// [`take`](Self::take).
 pub(crate) struct ResultSlot {
     words: MaybeUninit<[usize; WORDS]>,
-    /// Drops the stored value in place; `None` while the cell is empty.
+    /// Drops the stored value in place; `None` while the cell holds none.
     drop_fn: Option<unsafe fn(*mut [usize; WORDS])>,
+    /// Holds `Err(Cancelled)` for whatever type is asked ([`put_cancelled`](Self::put_cancelled)).
+    cancelled: bool,
     #[cfg(debug_assertions)]
     type_name: &'static str,
 }
@@ -59,6 +61,7 @@ impl ResultSlot {
         ResultSlot {
             words: MaybeUninit::uninit(),
             drop_fn: None,
+            cancelled: false,
             #[cfg(debug_assertions)]
             type_name: "",
         }
@@ -67,7 +70,16 @@ impl ResultSlot {
     /// Whether a result is stored.
     #[cfg(test)]
     pub(crate) fn is_full(&self) -> bool {
-        self.drop_fn.is_some()
+        self.drop_fn.is_some() || self.cancelled
+    }
+
+    /// Stores `Err(Cancelled)` without naming the result's type, for a
+    /// green thread whose own completion will never run (shutdown gave up
+    /// on it, its stack left as it was): `take` makes the error for the
+    /// type it is asked for.
+    pub(crate) fn put_cancelled(&mut self) {
+        self.clear();
+        self.cancelled = true;
     }
 
     /// Stores `r`. A result already stored is dropped first (the protocol
@@ -94,6 +106,9 @@ impl ResultSlot {
     /// Takes the stored result out, leaving the cell empty; `None` if it is
     /// empty. `T` must be the type it was stored as (see the module docs).
     pub(crate) fn take<T>(&mut self) -> Option<Outcome<T>> {
+        if std::mem::take(&mut self.cancelled) {
+            return Some(Err(Box::new(crate::Cancelled)));
+        }
         self.drop_fn?;
         #[cfg(debug_assertions)]
         assert_eq!(
@@ -117,6 +132,7 @@ impl ResultSlot {
     /// Drops a stored result, if any (nobody will take it: the handle is
     /// gone).
     pub(crate) fn clear(&mut self) {
+        self.cancelled = false;
         if let Some(drop_fn) = self.drop_fn.take() {
             // SAFETY: `drop_fn` was made for the type stored in the cell,
             // which holds it until now; taking `drop_fn` marks it empty,
@@ -182,6 +198,18 @@ mod tests {
         assert_eq!(s.take::<[u64; 8]>().unwrap().ok(), Some([7; 8]));
         s.put::<String>(Ok("inline".to_string()));
         assert_eq!(s.take::<String>().unwrap().ok().as_deref(), Some("inline"));
+    }
+
+    #[test]
+    fn a_cancelled_slot_gives_cancelled_as_any_type() {
+        let mut s = ResultSlot::new();
+        s.put::<u64>(Ok(1));
+        s.put_cancelled();
+        assert!(s.is_full());
+        let err = s.take::<[u64; 8]>().unwrap().unwrap_err();
+        assert!(err.is::<crate::Cancelled>());
+        assert!(!s.is_full());
+        assert!(s.take::<u64>().is_none());
     }
 
     #[test]

@@ -425,7 +425,7 @@ mod tests {
         let err = Features::parse("RUN_TO_PARITY,BOGUS").unwrap_err();
         let msg = err.to_string();
         assert!(
-            msg.contains("BOGUS") && msg.contains("DELAY_DEQUEUE"),
+            msg.contains("BOGUS") && msg.contains("DELAY_DEQUEUE") && msg.contains("kernel"),
             "{msg}"
         );
         assert!(Features::parse("NO_").is_err());

@@ -419,6 +419,11 @@ impl<T> RunQueue<T> {
     pub fn counters(&self) -> Counters {
         self.counters
     }
+    /// Continues the counts of `c` (a queue this one replaces, so that the
+    /// counters never go back).
+    pub fn continue_counters(&mut self, c: Counters) {
+        self.counters = c;
+    }
     /// Every queued entity with its slot and payload, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (Slot, &Entity, &T)> + '_ {
         self.arena

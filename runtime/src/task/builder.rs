@@ -19,8 +19,8 @@ pub const MAX_STACK_SIZE: usize = 1 << 30;
 /// Options for spawning a green thread, like `std::thread::Builder`.
 ///
 /// Invalid values (nice outside −20..=19, a slice outside 100 µs..=100 ms,
-/// an affinity naming no worker of the runtime, a stack size outside
-/// 16 KiB..=1 GiB) make `spawn` return an `InvalidInput` error that names
+/// an affinity that is empty or names a worker index the runtime does not
+/// have, a stack size outside 16 KiB..=1 GiB) make `spawn` return an `InvalidInput` error that names
 /// the parameter and its range.
 ///
 /// ```
@@ -160,6 +160,10 @@ impl Builder {
     }
 
     /// Stack size in bytes (virtual; only touched pages become resident).
+    /// Near the 16 KiB minimum, a panic that prints a backtrace
+    /// (`RUST_BACKTRACE` set) can itself overflow the stack in a debug
+    /// build, which aborts the process: give a thread that may panic at
+    /// least 32 KiB.
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self

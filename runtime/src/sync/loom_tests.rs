@@ -419,3 +419,108 @@ fn semaphore_timeout_races_release() {
         assert_eq!(s.available_permits(), if got { 0 } else { 1 });
     });
 }
+
+/// The data a lock guards, for the happens-before models below: loom
+/// reports a read and a write of it that no synchronisation orders.
+struct Data(loom::cell::UnsafeCell<u32>);
+
+// SAFETY: the models only touch the cell under the lock they test (that
+// is what they check), and loom reports any access that lock fails to
+// order.
+unsafe impl Sync for Data {}
+
+impl Data {
+    fn new() -> Self {
+        Data(loom::cell::UnsafeCell::new(0))
+    }
+    fn read(&self) -> u32 {
+        // SAFETY: called with the lock held for reading (loom checks it).
+        self.0.with(|p| unsafe { *p })
+    }
+    fn bump(&self) {
+        // SAFETY: called with the lock held for writing (loom checks it).
+        self.0.with_mut(|p| unsafe { *p += 1 })
+    }
+}
+
+/// A writer's unlock that admits a parked reader lets new readers in on
+/// the fast path too: they must see what the writer wrote (the admitting
+/// store is a Release; it was Relaxed, and loom found the race).
+#[test]
+fn rwlock_write_happens_before_readers_that_enter_after() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(|| {
+        let l = Arc::new((RwLock::new(()), Data::new()));
+        let g = l.0.write();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let l = l.clone();
+                thread::spawn(move || {
+                    let _r = l.0.read();
+                    l.1.read()
+                })
+            })
+            .collect();
+        l.1.bump();
+        drop(g);
+        for r in readers {
+            r.join().unwrap();
+        }
+    });
+}
+
+/// Every reader's read happens before the write of the writer that the
+/// last reader hands the lock to (the readers' decrement is AcqRel; with
+/// Release alone, loom found an earlier reader's read racing the write).
+#[test]
+fn rwlock_reads_happen_before_the_writer_handed_the_lock() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(|| {
+        let l = Arc::new((RwLock::new(()), Data::new()));
+        let r = l.0.read();
+        let l1 = l.clone();
+        let reader = thread::spawn(move || {
+            let _r = l1.0.read();
+            l1.1.read()
+        });
+        let l2 = l.clone();
+        let writer = thread::spawn(move || {
+            let _w = l2.0.write();
+            l2.1.bump();
+        });
+        drop(r);
+        reader.join().unwrap();
+        writer.join().unwrap();
+    });
+}
+
+/// Three threads take the mutex in turn: each one's write happens before
+/// the next one's (the fast path, the slow path and the hand-off).
+#[test]
+fn mutex_writes_happen_before_the_next_holder() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(|| {
+        let m = Arc::new((Mutex::new(()), Data::new()));
+        let others: Vec<_> = (0..2)
+            .map(|_| {
+                let m = m.clone();
+                thread::spawn(move || {
+                    let _g = m.0.lock();
+                    m.1.bump();
+                })
+            })
+            .collect();
+        {
+            let _g = m.0.lock();
+            m.1.bump();
+        }
+        for h in others {
+            h.join().unwrap();
+        }
+        let _g = m.0.lock();
+        assert_eq!(m.1.read(), 3);
+    });
+}

@@ -27,6 +27,24 @@
 //! releaser whose fast path sees a flag takes the same lock and finds the
 //! sleeper's node, which was pushed in the same critical section as its
 //! flag.
+//!
+//! # Happens-before
+//!
+//! What a writer wrote must be visible to every later reader and writer,
+//! and a reader's reads must come before the next writer's writes, by
+//! whichever path the lock changes hands:
+//! * fast paths: an `Acquire` CAS to enter, a `Release` CAS or decrement
+//!   to leave;
+//! * hand-offs to sleepers: the wake token, stored and read under the
+//!   wait-list protocol;
+//! * a store that admits readers (`admit_readers`, the stale-flag repair)
+//!   is a `Release`: new readers may enter on the fast path behind the
+//!   admitted ones, and read that value with their `Acquire` CAS;
+//! * a reader's decrement is `AcqRel`: the last reader out may hand the
+//!   lock to a sleeping writer, which never reads the state word, so the
+//!   last reader must first acquire the other readers' decrements.
+//!
+//! Loom models check both of the last two (`sync::loom_tests`).
 
 use super::platform::{self, AtomicUsize, Lock, Ordering};
 use super::waitlist::{self, List, Node, WakeSet};
@@ -242,9 +260,12 @@ impl<T: ?Sized> RwLock<T> {
                     s & !WRITERS_PARKED
                 };
                 let mut set = WakeSet::new();
+                // Release: readers admitted here may be joined by new ones
+                // on the fast path, whose Acquire CAS reads this value;
+                // they must see what the last writer wrote.
                 if self
                     .state
-                    .compare_exchange(s, ns, Ordering::Relaxed, Ordering::Relaxed)
+                    .compare_exchange(s, ns, Ordering::Release, Ordering::Relaxed)
                     .is_ok()
                     && admit
                 {
@@ -322,7 +343,12 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     fn read_unlock(&self) {
-        let s = self.state.fetch_sub(READER, Ordering::Release);
+        // AcqRel: the last reader out may hand the lock to a parked writer
+        // (`read_unlock_slow`), which never reads the state itself; the
+        // other readers' reads must happen before that writer's writes, so
+        // the last one acquires their Release decrements (the RMW chain)
+        // before it hands over.
+        let s = self.state.fetch_sub(READER, Ordering::AcqRel);
         // Last reader out with a writer parked: hand it over.
         if s & !(READER - 1) == READER && s & WRITERS_PARKED != 0 {
             self.read_unlock_slow();
@@ -366,8 +392,12 @@ impl<T: ?Sized> RwLock<T> {
     /// lets every parked reader in (into `set`, to wake after the lock),
     /// keeping the flags `keep`.
     fn admit_readers(&self, l: &mut Lists, keep: usize, set: &mut WakeSet) {
+        // Release: with no writer flag kept, this value lets new readers in
+        // on the fast path (an Acquire CAS that reads it): they must see
+        // what the writer that held the lock wrote. (The parked readers
+        // get that through their wake tokens.)
         self.state
-            .store((l.readers.len() * READER) | keep, Ordering::Relaxed);
+            .store((l.readers.len() * READER) | keep, Ordering::Release);
         l.readers.wake_all(HANDOFF, set);
     }
 

@@ -45,20 +45,23 @@ pub struct Barrier {
 }
 
 impl Barrier {
-    /// A barrier that releases its waiters by groups of `n` (`n` of 0 or 1
-    /// releases every caller at once, each a leader, like std).
-    ///
-    /// ```
-    /// let b = eevdf_rt::sync::Barrier::new(1);
-    /// assert!(b.wait().is_leader());
-    /// ```
-    pub fn new(n: usize) -> Self {
-        Barrier {
-            n,
-            state: Lock::new(State {
-                arrived: 0,
-                list: List::new(),
-            }),
+    platform::const_unless_loom! {
+        /// A barrier that releases its waiters by groups of `n` (`n` of 0 or 1
+        /// releases every caller at once, each a leader, like std). A `const fn`:
+        /// usable in statics.
+        ///
+        /// ```
+        /// let b = eevdf_rt::sync::Barrier::new(1);
+        /// assert!(b.wait().is_leader());
+        /// ```
+        pub fn new(n: usize) -> Self {
+            Barrier {
+                n,
+                state: Lock::new(State {
+                    arrived: 0,
+                    list: List::new(),
+                }),
+            }
         }
     }
 

@@ -60,16 +60,18 @@ pub struct Condvar {
 }
 
 impl Condvar {
-    /// A new condition variable.
-    ///
-    /// ```
-    /// let cv = eevdf_rt::sync::Condvar::new();
-    /// cv.notify_all(); // nobody waits: a no-op
-    /// ```
-    pub fn new() -> Self {
-        Condvar {
-            waiters: AtomicUsize::new(0),
-            list: Lock::new(List::new()),
+    platform::const_unless_loom! {
+        /// A new condition variable (a `const fn`: usable in statics).
+        ///
+        /// ```
+        /// let cv = eevdf_rt::sync::Condvar::new();
+        /// cv.notify_all(); // nobody waits: a no-op
+        /// ```
+        pub fn new() -> Self {
+            Condvar {
+                waiters: AtomicUsize::new(0),
+                list: Lock::new(List::new()),
+            }
         }
     }
 

@@ -33,6 +33,26 @@
 //! | [`Semaphore`] | a counting semaphore with RAII permits |
 //! | [`channel`] | crossbeam-channel (`bounded`, `unbounded`) |
 //!
+//! Where they differ from std beyond poisoning: `Condvar`'s timed waits
+//! return `(guard, timed_out)` instead of a `WaitTimeoutResult`, and the
+//! guards are `Send` (a lock may be released on another thread than the
+//! one that took it: a green thread may have moved meanwhile). Their
+//! constructors are `const fn`, as std's are:
+//!
+//! ```
+//! use eevdf_rt::sync::{Barrier, Condvar, Mutex, RwLock, Semaphore};
+//! static STATE: Mutex<u32> = Mutex::new(0);
+//! static CHANGED: Condvar = Condvar::new();
+//! static CONFIG: RwLock<&str> = RwLock::new("default");
+//! static START: Barrier = Barrier::new(1);
+//! static SLOTS: Semaphore = Semaphore::new(4);
+//! *STATE.lock() += 1;
+//! CHANGED.notify_all();
+//! assert_eq!(*CONFIG.read(), "default");
+//! assert!(START.wait().is_leader());
+//! assert_eq!(SLOTS.available_permits(), 4);
+//! ```
+//!
 //! ```
 //! use eevdf_rt::sync::{channel, Mutex};
 //! use std::sync::Arc;

@@ -61,19 +61,12 @@ pub(crate) struct RawMutex {
 }
 
 impl RawMutex {
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Self {
-        RawMutex {
-            state: AtomicU8::new(0),
-            list: Lock::new(List::new()),
-        }
-    }
-
-    #[cfg(loom)]
-    pub(crate) fn new() -> Self {
-        RawMutex {
-            state: AtomicU8::new(0),
-            list: Lock::new(List::new()),
+    platform::const_unless_loom! {
+        pub(crate) fn new() -> Self {
+            RawMutex {
+                state: AtomicU8::new(0),
+                list: Lock::new(List::new()),
+            }
         }
     }
 
@@ -251,28 +244,20 @@ unsafe impl<T: ?Sized + Send> Sync for Mutex<T> {}
 unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
 
 impl<T> Mutex<T> {
-    /// A new unlocked mutex holding `value` (a `const fn`: usable in statics).
-    ///
-    /// ```
-    /// use eevdf_rt::sync::Mutex;
-    /// static COUNT: Mutex<u32> = Mutex::new(0);
-    /// *COUNT.lock() += 5;
-    /// assert_eq!(*COUNT.lock(), 5);
-    /// ```
-    #[cfg(not(loom))]
-    pub const fn new(value: T) -> Self {
-        Mutex {
-            raw: RawMutex::new(),
-            data: UnsafeCell::new(value),
-        }
-    }
-
-    /// A new unlocked mutex holding `value`.
-    #[cfg(loom)]
-    pub fn new(value: T) -> Self {
-        Mutex {
-            raw: RawMutex::new(),
-            data: UnsafeCell::new(value),
+    platform::const_unless_loom! {
+        /// A new unlocked mutex holding `value` (a `const fn`: usable in statics).
+        ///
+        /// ```
+        /// use eevdf_rt::sync::Mutex;
+        /// static COUNT: Mutex<u32> = Mutex::new(0);
+        /// *COUNT.lock() += 5;
+        /// assert_eq!(*COUNT.lock(), 5);
+        /// ```
+        pub fn new(value: T) -> Self {
+            Mutex {
+                raw: RawMutex::new(),
+                data: UnsafeCell::new(value),
+            }
         }
     }
 

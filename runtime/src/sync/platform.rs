@@ -9,6 +9,22 @@
 
 use std::time::Instant;
 
+/// Defines a constructor that is a `const fn` in a normal build (usable in
+/// a `static`, as std's are) and a plain `fn` under loom, whose atomics and
+/// locks cannot be made in a constant. The body is written once.
+macro_rules! const_unless_loom {
+    ($(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {
+        $(#[$attr])*
+        #[cfg(not(loom))]
+        $vis const fn $name($($arg: $ty),*) -> $ret $body
+
+        $(#[$attr])*
+        #[cfg(loom)]
+        $vis fn $name($($arg: $ty),*) -> $ret $body
+    };
+}
+pub(crate) use const_unless_loom;
+
 #[cfg(not(loom))]
 mod imp {
     use std::time::Instant;

@@ -63,10 +63,18 @@ const READER: usize = 8;
 /// Wake token: the lock (read or write, per list) was handed to you.
 const HANDOFF: u32 = 1;
 
-#[derive(Default)]
 struct Lists {
     readers: List,
     writers: List,
+}
+
+impl Lists {
+    const fn new() -> Self {
+        Lists {
+            readers: List::new(),
+            writers: List::new(),
+        }
+    }
 }
 
 /// A reader-writer lock for green threads and OS threads, like
@@ -102,17 +110,19 @@ unsafe impl<T: ?Sized + Send + Sync> Sync for RwLock<T> {}
 unsafe impl<T: ?Sized + Send> Send for RwLock<T> {}
 
 impl<T> RwLock<T> {
-    /// A new unlocked lock holding `value`.
-    ///
-    /// ```
-    /// let l = eevdf_rt::sync::RwLock::new(1);
-    /// assert_eq!(*l.read(), 1);
-    /// ```
-    pub fn new(value: T) -> Self {
-        RwLock {
-            state: AtomicUsize::new(0),
-            lists: Lock::new(Lists::default()),
-            data: UnsafeCell::new(value),
+    platform::const_unless_loom! {
+        /// A new unlocked lock holding `value` (a `const fn`: usable in statics).
+        ///
+        /// ```
+        /// let l = eevdf_rt::sync::RwLock::new(1);
+        /// assert_eq!(*l.read(), 1);
+        /// ```
+        pub fn new(value: T) -> Self {
+            RwLock {
+                state: AtomicUsize::new(0),
+                lists: Lock::new(Lists::new()),
+                data: UnsafeCell::new(value),
+            }
         }
     }
 

@@ -66,23 +66,26 @@ pub struct Semaphore {
 }
 
 impl Semaphore {
-    /// A semaphore with `permits` permits available.
-    ///
-    /// # Panics
-    /// If `permits` exceeds `usize::MAX / 2` (one bit of the state word is a flag).
-    ///
-    /// ```
-    /// let s = eevdf_rt::sync::Semaphore::new(3);
-    /// assert_eq!(s.available_permits(), 3);
-    /// ```
-    pub fn new(permits: usize) -> Self {
-        assert!(
-            permits <= usize::MAX >> 1,
-            "Semaphore::new: too many permits (at most usize::MAX / 2)"
-        );
-        Semaphore {
-            state: AtomicUsize::new(permits * ONE),
-            list: Lock::new(List::new()),
+    platform::const_unless_loom! {
+        /// A semaphore with `permits` permits available (a `const fn`: usable
+        /// in statics).
+        ///
+        /// # Panics
+        /// If `permits` exceeds `usize::MAX / 2` (one bit of the state word is a flag).
+        ///
+        /// ```
+        /// let s = eevdf_rt::sync::Semaphore::new(3);
+        /// assert_eq!(s.available_permits(), 3);
+        /// ```
+        pub fn new(permits: usize) -> Self {
+            assert!(
+                permits <= usize::MAX >> 1,
+                "Semaphore::new: too many permits (at most usize::MAX / 2)"
+            );
+            Semaphore {
+                state: AtomicUsize::new(permits * ONE),
+                list: Lock::new(List::new()),
+            }
         }
     }
 

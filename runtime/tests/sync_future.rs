@@ -230,117 +230,101 @@ fn shared_state_future_woken_via_arc_waker() {
     });
 }
 
+/// Runs `call` 20 times (with the round's number and what `prepare` made
+/// for it, outside the poll) inside a `block_on_future` poll that first
+/// burns past a tick and the slice, so that a switch is due, on a one-worker runtime with another task that
+/// yields in a loop. Returns how often that task ran while a poll was
+/// under way (a switch out of the poll) and how often it ran at all.
+/// Hand-off is off: a poll that burns past its threshold would rightly give
+/// the worker's queue to a standby thread, and the other task would then run
+/// there, beside the poll, without any switch out of it.
+fn runs_inside_polls<S>(
+    mut prepare: impl FnMut(u32) -> S + Send + 'static,
+    call: impl FnMut(u32, S) + Send + 'static,
+) -> (u32, u32) {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+    let rt = eevdf_rt::Builder::new()
+        .workers(1)
+        .handoff(None)
+        .build()
+        .unwrap();
+    let inside = Arc::new(AtomicBool::new(false));
+    let violations = Arc::new(AtomicU32::new(0));
+    let turns = Arc::new(AtomicU32::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let other = {
+        let (inside, violations, turns, stop) = (
+            inside.clone(),
+            violations.clone(),
+            turns.clone(),
+            stop.clone(),
+        );
+        rt.spawn(move || {
+            while !stop.load(SeqCst) {
+                if inside.load(SeqCst) {
+                    violations.fetch_add(1, SeqCst);
+                }
+                turns.fetch_add(1, SeqCst);
+                eevdf_rt::yield_now();
+            }
+        })
+    };
+    let (i2, s2) = (inside.clone(), stop.clone());
+    rt.block_on(move || {
+        let mut call = call;
+        for round in 0..20 {
+            let mut made = Some(prepare(round));
+            eevdf_rt::block_on_future(std::future::poll_fn(|_cx| {
+                i2.store(true, SeqCst);
+                common::burn(Duration::from_millis(3));
+                call(round, made.take().unwrap());
+                i2.store(false, SeqCst);
+                Poll::Ready(())
+            }));
+            eevdf_rt::yield_now();
+        }
+        s2.store(true, SeqCst);
+    });
+    other.join().unwrap();
+    (violations.load(SeqCst), turns.load(SeqCst))
+}
+
 /// Inside a `block_on_future` poll the runtime's own preemption points — a
 /// spawn, here, with a reschedule due — do not switch: nothing else runs
 /// on the worker until the poll returns (a switch there could resume the
 /// rest of the poll on another thread, `future` module docs). The poll's
 /// end is still a preemption point: the other task gets its turns.
-/// Hand-off is off: a poll that burns past its threshold would rightly give
-/// the worker's queue to a standby thread, and the other task would then run
-/// there, beside the poll, without any switch out of it.
 #[test]
 fn a_spawn_inside_a_poll_does_not_switch_out_of_it() {
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
     within(Duration::from_secs(60), || {
-        let rt = eevdf_rt::Builder::new()
-            .workers(1)
-            .handoff(None)
-            .build()
-            .unwrap();
-        let inside = Arc::new(AtomicBool::new(false));
-        let violations = Arc::new(AtomicU32::new(0));
-        let turns = Arc::new(AtomicU32::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let other = {
-            let (inside, violations, turns, stop) = (
-                inside.clone(),
-                violations.clone(),
-                turns.clone(),
-                stop.clone(),
-            );
-            rt.spawn(move || {
-                while !stop.load(SeqCst) {
-                    if inside.load(SeqCst) {
-                        violations.fetch_add(1, SeqCst);
-                    }
-                    turns.fetch_add(1, SeqCst);
-                    eevdf_rt::yield_now();
-                }
-            })
-        };
-        let (i2, s2) = (inside.clone(), stop.clone());
-        rt.block_on(move || {
-            for _ in 0..20 {
-                eevdf_rt::block_on_future(std::future::poll_fn(|_cx| {
-                    i2.store(true, SeqCst);
-                    // Past a tick and the slice: a switch is due.
-                    common::burn(Duration::from_millis(3));
-                    drop(eevdf_rt::spawn(|| {}));
-                    i2.store(false, SeqCst);
-                    Poll::Ready(())
-                }));
-                eevdf_rt::yield_now();
-            }
-            s2.store(true, SeqCst);
-        });
-        other.join().unwrap();
-        assert_eq!(violations.load(SeqCst), 0, "another task ran inside a poll");
-        assert!(turns.load(SeqCst) > 0, "the other task never ran");
+        let (violations, turns) = runs_inside_polls(|_| (), |_, ()| drop(eevdf_rt::spawn(|| {})));
+        assert_eq!(violations, 0, "another task ran inside a poll");
+        assert!(turns > 0, "the other task never ran");
     });
 }
 
 /// `spawn_future` and the join of a finished task inside a poll, with a
 /// reschedule due, do not switch out of the poll either (both are the
-/// runtime's own preemption points, not blocking calls). Hand-off is off,
-/// as in the test above.
+/// runtime's own preemption points, not blocking calls).
 #[test]
 fn a_spawn_future_or_a_finished_join_inside_a_poll_does_not_switch_out_of_it() {
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
     within(Duration::from_secs(60), || {
-        let rt = eevdf_rt::Builder::new()
-            .workers(1)
-            .handoff(None)
-            .build()
-            .unwrap();
-        let inside = Arc::new(AtomicBool::new(false));
-        let violations = Arc::new(AtomicU32::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let other = {
-            let (inside, violations, stop) = (inside.clone(), violations.clone(), stop.clone());
-            rt.spawn(move || {
-                while !stop.load(SeqCst) {
-                    if inside.load(SeqCst) {
-                        violations.fetch_add(1, SeqCst);
+        let (violations, _) = runs_inside_polls(
+            |round| {
+                // A task that has finished before the poll joins it.
+                (round % 2 == 1).then(|| {
+                    let h = eevdf_rt::spawn(|| 3u32);
+                    while !h.is_finished() {
+                        eevdf_rt::yield_now();
                     }
-                    eevdf_rt::yield_now();
-                }
-            })
-        };
-        let (i2, s2) = (inside.clone(), stop.clone());
-        rt.block_on(move || {
-            for round in 0..20 {
-                let finished = eevdf_rt::spawn(|| 3u32);
-                while !finished.is_finished() {
-                    eevdf_rt::yield_now();
-                }
-                let mut finished = Some(finished);
-                eevdf_rt::block_on_future(std::future::poll_fn(|_cx| {
-                    i2.store(true, SeqCst);
-                    // Past a tick and the slice: a switch is due.
-                    common::burn(Duration::from_millis(3));
-                    if round % 2 == 0 {
-                        drop(eevdf_rt::spawn_future(async {}));
-                    } else {
-                        assert_eq!(finished.take().unwrap().join().unwrap(), 3);
-                    }
-                    i2.store(false, SeqCst);
-                    Poll::Ready(())
-                }));
-                eevdf_rt::yield_now();
-            }
-            s2.store(true, SeqCst);
-        });
-        other.join().unwrap();
-        assert_eq!(violations.load(SeqCst), 0, "another task ran inside a poll");
+                    h
+                })
+            },
+            |_, finished| match finished {
+                None => drop(eevdf_rt::spawn_future(async {})),
+                Some(h) => assert_eq!(h.join().unwrap(), 3),
+            },
+        );
+        assert_eq!(violations, 0, "another task ran inside a poll");
     });
 }

@@ -49,12 +49,14 @@ fn scenario() -> (usize, usize) {
     let rt = eevdf_rt::Builder::new().workers(2).build().unwrap();
     let dropped = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
+    let arrived = common::Arrivals::new();
     let mut handles = Vec::new();
     // 600 parked forever (never unparked), each holding a guard
     for _ in 0..600 {
-        let d = dropped.clone();
+        let (d, a) = (dropped.clone(), arrived.clone());
         handles.push(rt.spawn(move || {
             let _g = Guard(d);
+            a.arrive();
             loop {
                 eevdf_rt::park();
             }
@@ -62,23 +64,26 @@ fn scenario() -> (usize, usize) {
     }
     // 200 sleeping for an hour
     for _ in 0..200 {
-        let d = dropped.clone();
+        let (d, a) = (dropped.clone(), arrived.clone());
         handles.push(rt.spawn(move || {
             let _g = Guard(d);
+            a.arrive();
             eevdf_rt::sleep(Duration::from_secs(3600));
         }));
     }
     // 200 runnable forever (yield loops)
     for _ in 0..200 {
-        let (d, s) = (dropped.clone(), stop.clone());
+        let (d, s, a) = (dropped.clone(), stop.clone(), arrived.clone());
         handles.push(rt.spawn(move || {
             let _g = Guard(d);
+            a.arrive();
             while !s.load(Ordering::Relaxed) {
                 eevdf_rt::yield_now();
             }
         }));
     }
-    std::thread::sleep(Duration::from_millis(100));
+    // Every one has made its guard (a body that never ran has none).
+    arrived.wait_for(1000);
     assert_eq!(rt.live_tasks(), 1000);
     rt.shutdown();
     assert_eq!(rt.live_tasks(), 0);

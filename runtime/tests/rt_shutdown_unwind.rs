@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{park_forever, with_timeout, OnDrop};
+use common::{park_forever, with_timeout, Arrivals, OnDrop};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,9 +28,10 @@ fn destructors_that_sleep_lock_or_yield_during_shutdown_complete() {
         let rt = rt(2);
         let done = Arc::new(AtomicUsize::new(0));
         let lock = Arc::new(eevdf_rt::sync::Mutex::new(0u32));
+        let arrived = Arrivals::new();
         let mut handles = Vec::new();
         for i in 0..6 {
-            let (done, lock) = (done.clone(), lock.clone());
+            let (done, lock, arrived) = (done.clone(), lock.clone(), arrived.clone());
             handles.push(rt.spawn(move || {
                 let _g = OnDrop(move || {
                     match i % 3 {
@@ -40,17 +41,19 @@ fn destructors_that_sleep_lock_or_yield_during_shutdown_complete() {
                     }
                     done.fetch_add(1, Ordering::SeqCst);
                 });
+                arrived.arrive();
                 park_forever()
             }));
         }
         // One green thread holds the lock while it is unwound: the lock's
         // destructor-takers wait for its guard to drop.
-        let lock2 = lock.clone();
+        let (lock2, arrived2) = (lock.clone(), arrived.clone());
         let holder = rt.spawn(move || {
             let _held = lock2.lock();
+            arrived2.arrive();
             park_forever()
         });
-        std::thread::sleep(Duration::from_millis(30));
+        arrived.wait_for(7);
         rt.shutdown();
         assert_eq!(
             done.load(Ordering::SeqCst),
@@ -74,20 +77,26 @@ fn a_destructor_that_joins_a_child_during_shutdown_completes() {
     with_timeout(60, "join in drop", || {
         let rt = rt(2);
         let joined = Arc::new(AtomicUsize::new(0));
+        let arrived = Arrivals::new();
         let mut parents = Vec::new();
         for _ in 0..50 {
-            let joined = joined.clone();
+            let (joined, arrived) = (joined.clone(), arrived.clone());
             parents.push(rt.spawn(move || {
-                let mut kid = Some(eevdf_rt::spawn(|| park_forever()));
+                let kid_arrived = arrived.clone();
+                let mut kid = Some(eevdf_rt::spawn(move || {
+                    kid_arrived.arrive();
+                    park_forever()
+                }));
                 let _g = OnDrop(move || {
                     if is_cancelled(kid.take().unwrap().join()) {
                         joined.fetch_add(1, Ordering::SeqCst);
                     }
                 });
+                arrived.arrive();
                 park_forever()
             }));
         }
-        std::thread::sleep(Duration::from_millis(30));
+        arrived.wait_for(100);
         rt.shutdown();
         assert_eq!(joined.load(Ordering::SeqCst), 50);
         for h in parents {
@@ -121,6 +130,8 @@ fn a_spawn_in_a_destructor_during_shutdown_is_cancelled_not_a_panic() {
             let rt = rt(1);
             let outcome = Arc::new(AtomicUsize::new(0));
             let o = outcome.clone();
+            let arrived = Arrivals::new();
+            let a = arrived.clone();
             let h = rt.spawn(move || {
                 let _g = OnDrop(move || {
                     let ran = Arc::new(AtomicUsize::new(0));
@@ -129,9 +140,10 @@ fn a_spawn_in_a_destructor_during_shutdown_is_cancelled_not_a_panic() {
                         o.store(1, Ordering::SeqCst);
                     }
                 });
+                a.arrive();
                 park_forever()
             });
-            std::thread::sleep(Duration::from_millis(20));
+            arrived.wait_for(1);
             rt.shutdown();
             assert_eq!(outcome.load(Ordering::SeqCst), 1, "{kind}");
             assert!(is_cancelled(h.join()), "{kind}");
@@ -146,21 +158,25 @@ fn a_destructor_that_waits_for_good_delays_shutdown_by_a_bounded_time() {
     with_timeout(60, "stuck destructor", || {
         let rt = rt(1);
         let (tx, rx) = eevdf_rt::sync::channel::bounded::<()>(1);
+        let arrived = Arrivals::new();
+        let a = arrived.clone();
         let stuck = rt.spawn(move || {
             let _g = OnDrop(move || {
                 let _ = rx.recv();
             });
+            a.arrive();
             park_forever()
         });
         let dropped = Arc::new(AtomicUsize::new(0));
-        let d = dropped.clone();
+        let (d, a) = (dropped.clone(), arrived.clone());
         let other = rt.spawn(move || {
             let _g = OnDrop(move || {
                 d.fetch_add(1, Ordering::SeqCst);
             });
+            a.arrive();
             park_forever()
         });
-        std::thread::sleep(Duration::from_millis(20));
+        arrived.wait_for(2);
         let t = Instant::now();
         rt.shutdown();
         let took = t.elapsed();
@@ -183,14 +199,17 @@ fn a_shutdown_during_another_returns_after_it() {
         let rt = Arc::new(rt(1));
         let dropped = Arc::new(AtomicUsize::new(0));
         let d = dropped.clone();
+        let arrived = Arrivals::new();
+        let a = arrived.clone();
         let _h = rt.spawn(move || {
             let _g = OnDrop(move || {
                 eevdf_rt::sleep(Duration::from_millis(300));
                 d.fetch_add(1, Ordering::SeqCst);
             });
+            a.arrive();
             park_forever()
         });
-        std::thread::sleep(Duration::from_millis(20));
+        arrived.wait_for(1);
         let first = {
             let rt = rt.clone();
             let d = dropped.clone();
@@ -199,6 +218,9 @@ fn a_shutdown_during_another_returns_after_it() {
                 d.load(Ordering::SeqCst)
             })
         };
+        // Most often the first call is under way by now; if the host held
+        // that thread back, this call is the first, and the other one the
+        // second: either way, each must return only after the destructor.
         std::thread::sleep(Duration::from_millis(50));
         rt.shutdown();
         assert_eq!(

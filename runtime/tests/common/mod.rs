@@ -268,3 +268,34 @@ pub fn write_until_error(mut w: impl std::io::Write, vectored: bool) -> std::io:
     }
     panic!("1,000 writes to a closed peer succeeded");
 }
+
+/// Counts green threads that reached a point a test must wait for (their
+/// guards made, about to park), so that the test waits for them instead
+/// of sleeping a guess that a loaded host can outlast: a shutdown before
+/// a thread first runs drops its body unrun, and no destructor of it runs.
+#[derive(Clone, Default)]
+pub struct Arrivals(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Arrivals {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// This thread has arrived.
+    pub fn arrive(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Waits until `n` threads have arrived (panics after 60 s).
+    pub fn wait_for(&self, n: usize) {
+        let start = std::time::Instant::now();
+        while self.0.load(std::sync::atomic::Ordering::SeqCst) < n {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "only {} of {n} threads arrived",
+                self.0.load(std::sync::atomic::Ordering::SeqCst)
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}

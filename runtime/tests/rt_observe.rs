@@ -445,3 +445,171 @@ fn the_trace_of_outside_wakeups_is_bounded_by_the_capacity() {
         assert!(trace.len() <= 2 * 4 + 8, "{} events kept", trace.len());
     });
 }
+
+/// A task's run time read again and again from another thread never goes
+/// back, also across its switches (a read while it switches out once
+/// counted up to the reader's clock, more than the switch then charged).
+#[test]
+fn run_time_never_goes_back_between_reads() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    with_timeout(60, "monotone run_time", || {
+        let rt = Builder::new().workers(1).build().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let spawn = |stop: Arc<AtomicBool>| {
+            rt.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    eevdf_rt::yield_now();
+                }
+            })
+        };
+        let (a, b) = (spawn(stop.clone()), spawn(stop.clone()));
+        let task = a.task();
+        let t0 = Instant::now();
+        let (mut last, mut back, mut reads) = (Duration::ZERO, None, 0u64);
+        while t0.elapsed() < Duration::from_secs(1) {
+            let r = task.stats().run_time;
+            reads += 1;
+            if r < last && back.is_none() {
+                back = Some((last, r));
+            }
+            last = last.max(r);
+        }
+        stop.store(true, Ordering::Relaxed);
+        a.join().unwrap();
+        b.join().unwrap();
+        assert_eq!(back, None, "went back (before, after) in {reads} reads");
+    });
+}
+
+/// Each run that follows a block comes after a traced wakeup of that task:
+/// a wakeup is stamped before the task is handed to its worker (it was
+/// stamped after, and the kicked worker, on the waker's CPU, could run the
+/// task first).
+#[test]
+fn a_wakeup_is_stamped_before_the_run_it_causes() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    with_timeout(120, "wakeup order", || {
+        let rt = Builder::new()
+            .workers(1)
+            .idle_spin(Duration::ZERO)
+            .build()
+            .unwrap();
+        rt.trace_start(1 << 18).unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let d2 = done.clone();
+        let h = eevdf_rt::task::Builder::new()
+            .name("wakee")
+            .spawn_on(&rt, move || {
+                while !d2.load(Ordering::SeqCst) {
+                    eevdf_rt::park();
+                }
+            })
+            .unwrap();
+        let task = h.task();
+        let waker = {
+            let (task, done) = (task.clone(), done.clone());
+            std::thread::spawn(move || {
+                // On the worker's CPU, so the kernel may run the kicked
+                // worker before this thread goes on.
+                if let Some(cores) = core_affinity::get_core_ids() {
+                    core_affinity::set_for_current(cores[0]);
+                }
+                for _ in 0..5_000 {
+                    task.unpark();
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                done.store(true, Ordering::SeqCst);
+                task.unpark();
+            })
+        };
+        waker.join().unwrap();
+        h.join().unwrap();
+        let trace = rt.trace_stop();
+        let mut json = Vec::new();
+        trace.write_json(&mut json).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        let wake_name = format!("\"name\":\"wakeup wakee#{}\"", task.id());
+        let ts = |line: &str| -> f64 {
+            let at = line.find("\"ts\":").unwrap() + 5;
+            let rest = &line[at..];
+            rest[..rest.find([',', '}']).unwrap()].parse().unwrap()
+        };
+        let wakes: Vec<f64> = json
+            .lines()
+            .filter(|l| l.contains(&wake_name))
+            .map(ts)
+            .collect();
+        let runs: Vec<_> = trace
+            .runs()
+            .into_iter()
+            .filter(|r| r.task == task.id())
+            .collect();
+        let us = |d: Duration| d.as_nanos() as f64 / 1000.0;
+        let mut checked = 0;
+        for p in runs.windows(2).filter(|p| p[0].end_reason == "block") {
+            checked += 1;
+            let (lo, hi) = (us(p[0].start), us(p[1].start));
+            assert!(
+                wakes.iter().any(|&w| w >= lo && w <= hi),
+                "the run at {hi} µs has no wakeup since the block at {lo} µs \
+                 ({checked} runs checked, {} dropped)",
+                trace.dropped()
+            );
+        }
+        assert!(checked > 0, "no run after a block was traced");
+    });
+}
+
+/// A task whose worker is handed off while it runs (a blocking call):
+/// its run on the worker's track ends at the takeover with "hand-off",
+/// not with "trace end" in the middle of the trace; and the yield it makes
+/// when it returns, which puts it back through the wake path, is no
+/// wakeup in its statistics.
+#[test]
+fn a_handed_off_run_ends_with_hand_off_and_counts_no_wakeup() {
+    with_timeout(60, "hand-off trace", || {
+        let rt = Builder::new()
+            .workers(1)
+            .handoff(Some(Duration::from_millis(2)))
+            .build()
+            .unwrap();
+        rt.trace_start(1 << 16).unwrap();
+        let stuck = eevdf_rt::task::Builder::new()
+            .name("stuck")
+            .spawn_on(&rt, || {
+                std::thread::sleep(Duration::from_millis(60));
+                eevdf_rt::yield_now();
+            })
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        let other = rt.spawn(|| {
+            for _ in 0..10 {
+                eevdf_rt::sleep(Duration::from_millis(2));
+            }
+        });
+        let task = stuck.task();
+        other.join().unwrap();
+        stuck.join().unwrap();
+        while !task.is_finished() {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let trace = rt.trace_stop();
+        if rt.stats().total().handoffs == 0 {
+            eprintln!("skipped: no hand-off happened");
+            return;
+        }
+        let runs: Vec<_> = trace
+            .runs()
+            .into_iter()
+            .filter(|r| r.task == task.id())
+            .collect();
+        let mid = runs
+            .iter()
+            .filter(|r| r.end_reason == "trace end" && r.start + r.duration < trace.duration())
+            .count();
+        assert_eq!(mid, 0, "{runs:?}");
+        assert!(runs.iter().any(|r| r.end_reason == "hand-off"), "{runs:?}");
+        assert_eq!(task.stats().wakeups, 0, "{:?}", task.stats());
+    });
+}

@@ -54,6 +54,7 @@ use std::time::Duration;
 #[non_exhaustive]
 pub struct TaskStats {
     /// Time spent running (including the current run, if it runs now).
+    /// It never goes back from one read to the next.
     pub run_time: Duration,
     /// Time spent runnable but not running (waiting in a run queue).
     pub wait_time: Duration,
@@ -102,6 +103,8 @@ pub(crate) struct Acct {
     runnable_since: AtomicU64,
     /// When it last switched out.
     out_at: AtomicU64,
+    /// The largest run time a snapshot has reported (see `snapshot`).
+    run_reported: AtomicU64,
 }
 
 /// Adds `d` to `c` (single writer: see the module comment).
@@ -111,7 +114,8 @@ fn add(c: &AtomicU64, d: u64) {
 }
 
 impl Acct {
-    /// The counters, with `now` for a run in progress.
+    /// The counters, with `now` for a run in progress. The run time never
+    /// goes back from one snapshot to the next.
     pub(crate) fn snapshot(&self, now: u64, out: &mut TaskStats) {
         // Read `running_since` before `run_ns`: `switched_out` clears it
         // before adding the run, so a racing read undercounts the run in
@@ -121,6 +125,14 @@ impl Acct {
         if since != 0 {
             run += now.saturating_sub(since);
         }
+        // Never less than an earlier snapshot said. A run in progress is
+        // counted up to the reader's `now`, but it is charged up to the
+        // reading its worker took when it began to switch out, which can
+        // be earlier (the worker does some work before it takes the lock
+        // the reader holds; a preemption point hands over an even earlier
+        // reading). The charged total then catches up with the largest
+        // reported value at the task's next run.
+        run = run.max(self.run_reported.fetch_max(run, Relaxed));
         out.run_time = Duration::from_nanos(run);
         out.wait_time = Duration::from_nanos(self.wait_ns.load(Relaxed));
         out.switches = self.switches.load(Relaxed);
@@ -154,9 +166,17 @@ pub(crate) fn woken(a: &Acct, now: u64, migrated: bool) {
 /// `kind` (`task::tcb::activation`: a new task, a wakeup, maybe migrated).
 #[inline]
 pub(crate) fn activated(a: &Acct, kind: u8, now: u64) {
-    use crate::task::tcb::activation::{MIGRATED, NEW};
+    use crate::task::tcb::activation::{MIGRATED, NEW, REQUEUE};
     if kind & NEW != 0 {
         runnable(a, now);
+    } else if kind & REQUEUE != 0 {
+        // Runnable all along (it yielded or was preempted): no wakeup.
+        if kind & MIGRATED != 0 {
+            add(&a.migrations, 1);
+        }
+        if a.running_since.load(Relaxed) == 0 && a.runnable_since.load(Relaxed) == 0 {
+            runnable(a, now);
+        }
     } else {
         woken(a, now, kind & MIGRATED != 0);
     }
@@ -233,6 +253,23 @@ pub(crate) fn switched_out(a: &Acct, now: u64, preempted: bool, still_runnable: 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_read_past_its_switch_out_does_not_go_back() {
+        let a = Acct::default();
+        switched_in(&a, 100);
+        let mut st = TaskStats::default();
+        // A reader at 180 while the worker, which read 150 when it began
+        // to switch the task out, has not charged the run yet.
+        a.snapshot(180, &mut st);
+        assert_eq!(st.run_time, Duration::from_nanos(80));
+        switched_out(&a, 150, false, true);
+        a.snapshot(200, &mut st);
+        assert_eq!(st.run_time, Duration::from_nanos(80));
+        switched_in(&a, 300);
+        a.snapshot(340, &mut st);
+        assert_eq!(st.run_time, Duration::from_nanos(90));
+    }
 
     #[test]
     fn run_and_wait_split_at_the_switches() {

@@ -50,6 +50,10 @@ pub(crate) mod activation {
     pub(crate) const NEW: u8 = 1;
     /// Bit: the wake moved the task to another worker.
     pub(crate) const MIGRATED: u8 = 2;
+    /// Bit: no wakeup, a task that yielded or was preempted when its
+    /// worker was handed off, put back through the wake path
+    /// (`worker::handoff::detach`); its accounting counts no wakeup.
+    pub(crate) const REQUEUE: u8 = 4;
 }
 
 /// Sentinel for "no slot".

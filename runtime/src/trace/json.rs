@@ -71,7 +71,9 @@ pub struct RunSlice {
     /// How long it ran.
     pub duration: Duration,
     /// Why it stopped: "yield", "block", "exit", "preempt: tick",
-    /// "preempt: HRTICK", "preempt: wakeup", or "trace end".
+    /// "preempt: HRTICK", "preempt: wakeup", "hand-off" (its worker was
+    /// handed to another thread while the task ran on; the rest of that
+    /// run is not the worker's), or "trace end".
     pub end_reason: &'static str,
 }
 
@@ -264,9 +266,14 @@ impl Trace {
                     }
                 }
                 kind::SWITCH_OUT if e.arg >= out::TICK => {
+                    let cat = if e.arg == out::HANDOFF {
+                        "handoff"
+                    } else {
+                        "preempt"
+                    };
                     write!(
                         w,
-                        ",\n{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{}\",\"cat\":\"preempt\",\"pid\":1,\"tid\":{tid},\"ts\":{ts:.3},\"args\":{{\"task\":{}}}}}",
+                        ",\n{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{}\",\"cat\":\"{cat}\",\"pid\":1,\"tid\":{tid},\"ts\":{ts:.3},\"args\":{{\"task\":{}}}}}",
                         out::NAMES[e.arg as usize],
                         e.task
                     )?;

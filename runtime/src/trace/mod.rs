@@ -89,14 +89,20 @@ pub(crate) mod out {
     pub(crate) const HRTICK: u8 = 4;
     /// Preempted by a wakeup (or another reschedule request).
     pub(crate) const WAKEUP: u8 = 5;
+    /// Its worker was handed off (`worker::handoff`): the task runs on, on
+    /// the thread it had, beside the worker's new thread, until it next
+    /// reaches the runtime; that is no longer the worker's time, so the
+    /// worker's track ends the run here (the task's `run_time` counts all).
+    pub(crate) const HANDOFF: u8 = 6;
     /// Names, by code.
-    pub(crate) const NAMES: [&str; 6] = [
+    pub(crate) const NAMES: [&str; 7] = [
         "yield",
         "block",
         "exit",
         "preempt: tick",
         "preempt: HRTICK",
         "preempt: wakeup",
+        "hand-off",
     ];
 }
 
@@ -375,21 +381,52 @@ pub(crate) fn delayed_dequeue(sh: &Shared, w: usize, t: &Tcb, now: u64) {
 }
 
 /// Hook (`wake`): the calling thread (worker `waker`, or outside the
-/// runtime) woke `t` onto worker `target`, `how` (`how::*`).
+/// runtime) woke `t` onto worker `target`, `how` (`how::*`), stamped now.
+/// Only for a wakeup recorded while the wakee cannot run yet (under the
+/// target's run-queue lock); one that is recorded after the wakee was
+/// handed over takes its stamp before, with [`wakeup_stamp`] and
+/// [`wakeup_at`], or the wakee's switch-in could carry an earlier stamp
+/// than the wakeup that caused it.
 #[inline(always)]
 pub(crate) fn wakeup(sh: &Shared, waker: Option<usize>, t: &Tcb, how: u8, target: usize) {
     if sh.trace.is_on() {
-        wakeup_slow(sh, waker, t, how, target);
+        wakeup_slow(sh, waker, t, how, target, clock::now());
+    }
+}
+
+/// The stamp of a wakeup about to be handed over (0 with tracing off).
+#[inline(always)]
+pub(crate) fn wakeup_stamp(sh: &Shared) -> u64 {
+    if sh.trace.is_on() {
+        clock::now()
+    } else {
+        0
+    }
+}
+
+/// [`wakeup`] with the stamp `ts` that [`wakeup_stamp`] took before the
+/// hand-over (nothing for 0: tracing was off then).
+#[inline(always)]
+pub(crate) fn wakeup_at(
+    sh: &Shared,
+    waker: Option<usize>,
+    t: &Tcb,
+    how: u8,
+    target: usize,
+    ts: u64,
+) {
+    if ts != 0 && sh.trace.is_on() {
+        wakeup_slow(sh, waker, t, how, target, ts);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn wakeup_slow(sh: &Shared, waker: Option<usize>, t: &Tcb, how: u8, target: usize) {
+fn wakeup_slow(sh: &Shared, waker: Option<usize>, t: &Tcb, how: u8, target: usize, ts: u64) {
     sh.trace.record(
         waker,
         Event {
-            ts: clock::now(),
+            ts,
             task: t.id,
             other: current_task_id(),
             aux: target as u16,

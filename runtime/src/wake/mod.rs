@@ -71,7 +71,15 @@ pub(crate) fn count(sh: &Shared, waker: Option<usize>, c: Counter) {
 /// Callers publish their wake condition (with a `SeqCst` store, or under a
 /// lock the sleeper also takes before blocking) before calling.
 pub(crate) fn wake_task(t: &TaskRef) -> bool {
-    wake(t, false, &mut None)
+    wake(t, false, &mut None, activation::WAKE)
+}
+
+/// Puts back a task that yielded or was preempted on a worker that was
+/// handed off meanwhile (`worker::handoff::detach`, which marks it blocked
+/// for this): the wake path places and enqueues it, but it was runnable
+/// all along, so its accounting counts no wakeup.
+pub(crate) fn requeue_task(t: &TaskRef) -> bool {
+    wake(t, false, &mut None, activation::REQUEUE)
 }
 
 /// [`wake_task`], returning the clock reading the wake made, if it read
@@ -80,13 +88,15 @@ pub(crate) fn wake_task(t: &TaskRef) -> bool {
 /// next, so the wakee may be placed on its worker (WA_SYNC).
 pub(crate) fn wake_task_reporting_clock(t: &TaskRef, sync: bool) -> Option<u64> {
     let mut now = None;
-    wake(t, sync, &mut now);
+    wake(t, sync, &mut now, activation::WAKE);
     now
 }
 
 /// `clock_read`: set to the clock reading the wake used, if it read one.
+/// `kind`: `activation::WAKE`, or `REQUEUE` (see [`requeue_task`]) for
+/// an enqueue of a task found off every run queue.
 #[inline]
-fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
+fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>, kind: u8) -> bool {
     // Lock-free early out (task::state rule 1): a task that is not blocked
     // either never slept or is already being woken.
     if !t.st.is_blocked() {
@@ -124,12 +134,12 @@ fn wake(t: &TaskRef, sync: bool, clock_read: &mut Option<u64>) -> bool {
     // switching it out is not the one that drains that wakelist.
     if t.st.on_cpu()
         && t.handed_off.load(std::sync::atomic::Ordering::Acquire) == 0
-        && try_wakelist(sh, t, prev, waker, activation::WAKE)
+        && try_wakelist(sh, t, prev, waker, kind)
     {
         return true;
     }
     wait_off_cpu(t);
-    place_off_queue(sh, t, prev, waker, sync, clock_read);
+    place_off_queue(sh, t, prev, waker, sync, clock_read, kind);
     true
 }
 
@@ -167,7 +177,7 @@ fn place_claimed(
         push_wakelist(sh, t, &sh.workers[prev], waker);
         return true;
     }
-    place_off_queue(sh, t, prev, waker, sync, clock_read);
+    place_off_queue(sh, t, prev, waker, sync, clock_read, activation::WAKE);
     true
 }
 
@@ -180,9 +190,9 @@ fn place_off_queue(
     waker: Option<usize>,
     sync: bool,
     clock_read: &mut Option<u64>,
+    mut kind: u8,
 ) {
     let target = placement::select_worker(sh, t, prev, waker, sync);
-    let mut kind = activation::WAKE;
     if target != prev {
         kind |= activation::MIGRATED;
         t.recent_cpu
@@ -269,9 +279,12 @@ fn ttwu_runnable(
             }
             t.activation
                 .store(activation::WAKE, std::sync::atomic::Ordering::Relaxed);
+            // Stamped before the hand-over: the wakee may run at once.
+            let stamp = crate::trace::wakeup_stamp(sh);
             push_wakelist(sh, t, w, waker);
             count(sh, waker, Counter::delayed_wakeups);
-            crate::trace::wakeup(sh, waker, t, crate::trace::how::DELAYED_WAKELIST, cpu);
+            let how = crate::trace::how::DELAYED_WAKELIST;
+            crate::trace::wakeup_at(sh, waker, t, how, cpu, stamp);
             return Runnable::Woken;
         }
         let now = clock::now();
@@ -303,7 +316,9 @@ fn ttwu_runnable(
         t.st.set_state(RUNNING);
         crate::task::stats::woken(&t.acct, now, false);
         drop(rq);
-        crate::trace::wakeup(sh, waker, t, crate::trace::how::IN_PLACE, cpu);
+        // Stamped with the reading taken before the lock: after the drop,
+        // its worker may already run it.
+        crate::trace::wakeup_at(sh, waker, t, crate::trace::how::IN_PLACE, cpu, now);
         count(
             sh,
             waker,
@@ -338,8 +353,10 @@ fn try_wakelist(sh: &Shared, t: &TaskRef, target: usize, waker: Option<usize>, k
     }
     t.activation
         .store(kind, std::sync::atomic::Ordering::Relaxed);
+    // Stamped before the hand-over: the kicked worker may run it at once.
+    let stamp = crate::trace::wakeup_stamp(sh);
     push_wakelist(sh, t, &sh.workers[target], waker);
-    crate::trace::wakeup(sh, waker, t, crate::trace::how::WAKELIST, target);
+    crate::trace::wakeup_at(sh, waker, t, crate::trace::how::WAKELIST, target, stamp);
     true
 }
 

@@ -773,6 +773,9 @@ fn take_over(sh: &Arc<Shared>, ho: &HandOff, i: usize, v: u64, stolen: u64) -> b
                     Dequeue::Removed(entity, t) => t.save_entity(entity),
                     Dequeue::Delayed => unreachable!("only sleeping dequeues are delayed"),
                 }
+                // The worker's track ends the run here; the task runs on
+                // beside it (`detach` records nothing more).
+                crate::trace::switch_out(sh, i, &task, crate::trace::out::HANDOFF, now);
             }
             w.publish_nr_running(sh, &rq);
             w.preempt_at.store(u64::MAX, Ordering::Relaxed);
@@ -880,7 +883,9 @@ pub(crate) fn detach(sh: &Shared, w: &Worker, task: TaskRef, why: Resumed, taken
             }
             p.st.set_on_cpu(false);
             clear_mark(p, mark);
-            crate::wake::wake_task(&task);
+            // Through the wake path, but not counted as a wakeup (a block a
+            // waker ended was counted by that waker).
+            crate::wake::requeue_task(&task);
         }
     }
     // Last: the ring's cancelled operations wake their green threads, and

@@ -29,6 +29,10 @@
 //!
 //! # Layers
 //!
+//! This root file owns the crate's public names (re-exports) and its lint
+//! settings; it must not hold logic. Each module's own documentation says
+//! what it owns and what it must not do.
+//!
 //! | module | owns |
 //! |---|---|
 //! | [`sched`] | the pure EEVDF policy (no threads, atomics, unsafe or clocks) |

@@ -2,7 +2,8 @@
 //! small safe-to-use surface.
 //!
 //! Owns: every stack-switching `unsafe` of the crate: creating a context on
-//! a stack, resuming it, suspending from inside it, unwinding it.
+//! a stack, resuming it, suspending from inside it, unwinding it. Must
+//! not: know about tasks or scheduling (its callers decide who runs).
 //!
 //! # Invariants
 //!

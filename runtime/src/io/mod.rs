@@ -1,5 +1,10 @@
 //! Green-aware I/O: the two I/O drivers, and [`pipe`]s.
 //!
+//! Owns: waiting for descriptors (the epoll reactor, the per-worker
+//! io_uring rings, the choice between them) for every I/O type of the
+//! crate. Must not: block a worker (a call that would wait parks its green
+//! thread), or keep a caller's buffer past the call.
+//!
 //! # Two drivers
 //!
 //! A runtime uses one of two drivers for its green threads

@@ -1,4 +1,9 @@
 //! Green-aware anonymous pipes.
+//!
+//! Owns: [`pipe`] and its two ends, whose reads and writes wait like a
+//! socket's (`io::source`). Must not: wait any other way than through
+//! `Source`, or raise what std's pipes would not (a write to a closed
+//! pipe raises `SIGPIPE` as std's does; Rust programs ignore it).
 
 use crate::io::source::Source;
 use std::fs::File;

@@ -8,6 +8,9 @@
 //! changing imports, and green threads and OS threads can be the two ends
 //! of one connection. How waiting works is described in [`crate::io`].
 //!
+//! Owns: the socket types and what they share (addresses for the ring,
+//! timeouts). Must not: wait or poll themselves (`io` does).
+//!
 //! Three differences from `std::net`:
 //! - A read (or `peek`) into an empty buffer returns `Ok(0)` at once. The kernel would
 //!   make it wait until data arrives (and then still return 0); a runtime

@@ -1,4 +1,8 @@
 //! TCP: [`TcpListener`] and [`TcpStream`].
+//!
+//! Owns: the std-shaped TCP types and their timeouts; connect and accept
+//! through the ring where there is one. Must not: wait any other way than
+//! through `io::source` and `io::uring`.
 
 use super::{connect_timed_out, Timeout};
 use crate::io::source::{would_block, Direction, Source};

@@ -1,4 +1,7 @@
 //! Unix domain stream sockets: [`UnixListener`] and [`UnixStream`].
+//!
+//! Owns: the std-shaped Unix stream types and their timeouts. Must not:
+//! wait any other way than through `io::source`.
 
 use super::Timeout;
 use crate::io::source::{would_block, Direction, Source};

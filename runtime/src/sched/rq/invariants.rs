@@ -145,7 +145,7 @@ impl<T> RunQueue<T> {
                 return Err(format!("buddy {n} is delayed"));
             }
         }
-        // §16.6: V against the exact rational mean, computed relative to an
+        // §16, item 6: V against the exact rational mean, computed relative to an
         // entity's own vruntime (independent of the base)
         if let Some((_, q)) = self.arena.iter().next() {
             let r = q.entity.vrt;

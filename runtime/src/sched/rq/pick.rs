@@ -124,7 +124,7 @@ impl<T> RunQueue<T> {
         }
     }
 
-    /// The wakeup-preemption decision (§9.1) for the entity in `slot`, just
+    /// The wakeup-preemption decision (§9) for the entity in `slot`, just
     /// enqueued or un-delayed. Returns whether the current entity should be
     /// rescheduled (the request is also recorded in [`RunQueue::resched`]).
     ///

@@ -210,3 +210,42 @@ fn a_waker_that_panics_does_not_stop_the_timers() {
         eevdf_rt::block_on_future(sleep(Duration::from_millis(5)));
     });
 }
+
+/// A waker that records that it was woken.
+struct Flag(std::sync::atomic::AtomicBool);
+
+impl std::task::Wake for Flag {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Resetting a pending `Sleep` wakes the task that waits on it at the new
+/// deadline without another poll (as tokio's does), and at once for a
+/// deadline that has passed.
+#[test]
+fn a_reset_wakes_the_waiting_task_without_another_poll() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::Arc;
+    within(LIMIT, || {
+        for (later, past) in [(Duration::from_millis(20), false), (Duration::ZERO, true)] {
+            let flag = Arc::new(Flag(std::sync::atomic::AtomicBool::new(false)));
+            let waker = std::task::Waker::from(flag.clone());
+            let mut cx = Context::from_waker(&waker);
+            let mut s = sleep(Duration::from_secs(3600));
+            assert!(Pin::new(&mut s).poll(&mut cx).is_pending());
+            let deadline = if past {
+                Instant::now() - Duration::from_millis(1)
+            } else {
+                Instant::now() + later
+            };
+            s.reset(deadline);
+            let t = Instant::now();
+            while !flag.0.load(SeqCst) && t.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert!(flag.0.load(SeqCst), "not woken (past deadline: {past})");
+            assert!(Pin::new(&mut s).poll(&mut cx).is_ready());
+        }
+    });
+}

@@ -76,8 +76,9 @@ impl Entry {
         drop(old);
     }
 
-    /// The future no longer waits: the driver will drop the entry.
-    pub(crate) fn cancel(&self) {
+    /// The future no longer waits on this entry: the driver will drop it.
+    /// Returns the waker it held, if any (a reset carries it over).
+    pub(crate) fn cancel(&self) -> Option<Waker> {
         if !self.fired() {
             // Under the heap lock, where the driver fires: counted once.
             let mut st = driver().state.lock();
@@ -85,8 +86,7 @@ impl Entry {
                 st.live -= 1;
             }
         }
-        let old = self.waker.lock().take();
-        drop(old);
+        self.waker.lock().take()
     }
 }
 

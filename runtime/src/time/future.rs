@@ -7,7 +7,8 @@
 //!
 //! A timer is armed at its first `Pending` poll, not at creation (a
 //! `timeout` around an operation that completes at once costs nothing),
-//! and disarmed when the future is dropped or reset. The futures work
+//! disarmed when the future is dropped, and moved when it is reset (a task
+//! already waiting is then woken at the new deadline). The futures work
 //! wherever they are polled: under [`block_on_future`](crate::block_on_future)
 //! in a green thread or on an OS thread, in [`spawn_future`](crate::spawn_future)
 //! tasks, or inside hyper through `compat::hyper::Timer`.
@@ -81,12 +82,24 @@ impl Sleep {
     }
 
     /// Moves the deadline (earlier or later); the future can be polled
-    /// again, even after it completed.
+    /// again, even after it completed. A task waiting on it (it returned
+    /// `Pending` to that task) is woken at the new deadline without
+    /// polling again, as with tokio's `Sleep::reset`, or at once if that
+    /// deadline has passed.
     pub fn reset(&mut self, deadline: Instant) {
-        if let Some(e) = self.entry.take() {
-            e.cancel();
-        }
+        let waiting = self.entry.take().and_then(|e| e.cancel());
         self.deadline = deadline;
+        if let Some(waker) = waiting {
+            if Instant::now() >= deadline {
+                crate::wake::wake_foreign(waker);
+            } else {
+                let e = self.entry.insert(driver::arm(deadline));
+                e.set_waker(&waker);
+                if e.fired() {
+                    crate::wake::wake_foreign(waker);
+                }
+            }
+        }
     }
 }
 
@@ -118,7 +131,7 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         if let Some(e) = self.entry.take() {
-            e.cancel();
+            drop(e.cancel());
         }
     }
 }

@@ -437,3 +437,40 @@ fn an_async_write_to_a_closed_peer_is_epipe_not_sigpipe() {
         },
     );
 }
+
+/// A stream whose first `poll_read` in a green thread returned `Pending`
+/// is registered with the runtime's reactor, whatever that `Pending` came
+/// from (a due preemption makes the poll yield before any call), so it can
+/// go on being polled from an OS thread.
+#[test]
+fn a_pending_poll_in_a_green_thread_leaves_the_stream_registered() {
+    within(LIMIT, || {
+        let rt = rt();
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        for round in 0..20 {
+            let (mut s, pending) = rt.block_on(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                let mut pending = false;
+                eevdf_rt::block_on_future(std::future::poll_fn(|cx| {
+                    let mut b = [0u8; 1];
+                    let mut rb = tokio::io::ReadBuf::new(&mut b);
+                    pending = Pin::new(&mut s).poll_read(cx, &mut rb).is_pending();
+                    Poll::Ready(())
+                }));
+                (s, pending)
+            });
+            let _peer = l.accept().unwrap();
+            if !pending {
+                continue;
+            }
+            let waker = futures::task::noop_waker();
+            let mut cx = Context::from_waker(&waker);
+            let mut b = [0u8; 1];
+            let mut rb = tokio::io::ReadBuf::new(&mut b);
+            if let Poll::Ready(Err(e)) = Pin::new(&mut s).poll_read(&mut cx, &mut rb) {
+                panic!("round {round}: {e}");
+            }
+        }
+    });
+}

@@ -71,6 +71,13 @@ impl<T: AsRawFd> Source<T> {
         // not switch: a due preemption makes the poll yield instead
         // (`future`, "No switch inside a poll").
         if crate::future::poll_preempt_point() {
+            // Registered first, as a call that found nothing to do would
+            // have left it: a `Pending` from a green thread means the
+            // stream is registered (the caller may go on polling it from
+            // an OS thread, `io` module docs).
+            if let Err(e) = self.register_current() {
+                return Poll::Ready(Err(e));
+            }
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }

@@ -21,8 +21,8 @@
 //!   green task first asks for a 100 µs slice (`--latency-slice-us`) at
 //!   nice 0 (`eevdf_rt::set_slice`, `set_nice`);
 //! * `GET /heavy` burns `--heavy-us` of CPU in units of `--heavy-unit-us`,
-//!   with a yield point between units: `eevdf_rt::preempt_point()` on
-//!   eevdf-rt (after `set_nice(10)` and a `--heavy-slice-us` slice),
+//!   with a yield point between units: `eevdf_rt::preempt_point_async()`
+//!   on eevdf-rt (after `set_nice(10)` and a `--heavy-slice-us` slice),
 //!   `tokio::task::yield_now().await` on tokio.
 //!
 //! Each connection is one green task on eevdf-rt (`spawn_future`, with
@@ -327,7 +327,9 @@ async fn handle(
                     svc.last_unit_iters
                 });
                 match side {
-                    Side::Green => eevdf_rt::preempt_point(),
+                    // Between polls, never inside hyper's poll (a switch
+                    // there could resume it on another thread).
+                    Side::Green => eevdf_rt::preempt_point_async().await,
                     Side::Tokio => tokio::task::yield_now().await,
                 }
             }

@@ -26,8 +26,9 @@
 //! poll that finds a preemption due wakes its own waker and returns `Pending` (as tokio's cooperative
 //! budget does), and `block_on_future` passes the preemption point
 //! between polls. Only a blocking call inside a poll (a lock, a channel,
-//! the join of a task that has not finished) and an explicit [`yield_now`](crate::yield_now) or
-//! [`preempt_point`](crate::preempt_point) still switch there.
+//! the join of a task that has not finished) and an explicit
+//! [`yield_now`](crate::yield_now) or [`preempt_point`](crate::preempt_point)
+//! still switch there; async code awaits [`preempt_point_async`] instead.
 //!
 //! # No lost wakeup
 //!
@@ -173,6 +174,42 @@ pub(crate) fn poll_preempt_point() -> bool {
     }
     crate::preempt_point();
     false
+}
+
+/// The preemption point for async code: what
+/// [`preempt_point`](crate::preempt_point) is to a loop on a green thread.
+/// Await it in a long computation inside a future. Under
+/// [`block_on_future`] (and so in [`spawn_future`] tasks and hyper's
+/// connections), if a reschedule or a duty of the worker is due, the
+/// future it is part of returns `Pending` once and is polled again at once
+/// after `block_on_future` has passed the preemption point between polls;
+/// otherwise it completes at once. A switch never happens inside the poll
+/// (module docs). Elsewhere it is [`preempt_point`](crate::preempt_point).
+///
+/// ```
+/// let rt = eevdf_rt::Builder::new().workers(1).build().unwrap();
+/// let sum = rt.block_on(|| {
+///     eevdf_rt::block_on_future(async {
+///         let mut sum = 0u64;
+///         for i in 0..1_000u64 {
+///             sum += i;
+///             eevdf_rt::preempt_point_async().await;
+///         }
+///         sum
+///     })
+/// });
+/// assert_eq!(sum, 499_500);
+/// ```
+pub fn preempt_point_async() -> impl Future<Output = ()> {
+    let mut yielded = false;
+    std::future::poll_fn(move |cx| {
+        if !yielded && poll_preempt_point() {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Poll::Ready(())
+    })
 }
 
 /// Runs `fut` as a green task on the calling green thread's runtime and

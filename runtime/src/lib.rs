@@ -86,7 +86,7 @@ mod worker;
 
 pub use context::{live_stacks, StackGuard};
 pub use error::Error;
-pub use future::{block_on_future, spawn_future};
+pub use future::{block_on_future, preempt_point_async, spawn_future};
 pub use mask::MAX_WORKERS;
 pub use runtime::api::{
     current, in_green_thread, park, park_timeout, preempt_point, set_nice, set_slice, sleep,

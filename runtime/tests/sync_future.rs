@@ -328,3 +328,75 @@ fn a_spawn_future_or_a_finished_join_inside_a_poll_does_not_switch_out_of_it() {
         assert_eq!(violations, 0, "another task ran inside a poll");
     });
 }
+
+/// `set_nice` and `set_slice` inside a poll, with a reschedule due, do not
+/// switch out of it either (their preemption point is the runtime's own).
+#[test]
+fn set_nice_or_set_slice_inside_a_poll_does_not_switch_out_of_it() {
+    within(Duration::from_secs(60), || {
+        let (violations, _) = runs_inside_polls(
+            |_| (),
+            |round, ()| {
+                if round % 2 == 0 {
+                    eevdf_rt::set_nice(1).unwrap();
+                } else {
+                    eevdf_rt::set_slice(Duration::from_millis(1)).unwrap();
+                }
+            },
+        );
+        assert_eq!(violations, 0, "another task ran inside a poll");
+    });
+}
+
+/// `preempt_point_async` in a future's long computation lets the other
+/// tasks of the worker run, between polls only: never while the future
+/// computes.
+#[test]
+fn preempt_point_async_yields_between_polls() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+    within(Duration::from_secs(60), || {
+        let rt = eevdf_rt::Builder::new()
+            .workers(1)
+            .handoff(None)
+            .build()
+            .unwrap();
+        let inside = Arc::new(AtomicBool::new(false));
+        let (violations, turns) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let other = {
+            let (inside, violations, turns, stop) = (
+                inside.clone(),
+                violations.clone(),
+                turns.clone(),
+                stop.clone(),
+            );
+            rt.spawn(move || {
+                while !stop.load(SeqCst) {
+                    if inside.load(SeqCst) {
+                        violations.fetch_add(1, SeqCst);
+                    }
+                    turns.fetch_add(1, SeqCst);
+                    eevdf_rt::yield_now();
+                }
+            })
+        };
+        let (i2, s2) = (inside.clone(), stop.clone());
+        rt.block_on(move || {
+            eevdf_rt::block_on_future(async move {
+                for _ in 0..20 {
+                    i2.store(true, SeqCst);
+                    common::burn(Duration::from_millis(3));
+                    i2.store(false, SeqCst);
+                    eevdf_rt::preempt_point_async().await;
+                }
+            });
+            s2.store(true, SeqCst);
+        });
+        other.join().unwrap();
+        assert_eq!(violations.load(SeqCst), 0, "another task ran inside a poll");
+        assert!(
+            turns.load(SeqCst) > 1,
+            "the future never let the other task run"
+        );
+    });
+}

@@ -578,7 +578,8 @@ pub fn set_nice(nice: i32) -> Result<(), Error> {
     let me = tls::current().expect("still a green thread");
     let custom = me.custom_slice();
     me.set_mirrors(nice, (custom != 0).then_some(custom));
-    preempt_point();
+    // The runtime's own point: no switch inside a future's poll.
+    preempt_point_at(None);
     Ok(())
 }
 
@@ -602,7 +603,8 @@ pub fn set_slice(slice: Duration) -> Result<(), Error> {
     // Re-fetched: the call may have moved this green thread to another worker.
     let me = tls::current().expect("still a green thread");
     me.set_mirrors(me.nice(), Some(ns));
-    preempt_point();
+    // The runtime's own point: no switch inside a future's poll.
+    preempt_point_at(None);
     Ok(())
 }
 

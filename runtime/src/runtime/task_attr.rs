@@ -169,7 +169,8 @@ impl Task {
         });
         if let Some(i) = owner.filter(|_| r.is_ok()) {
             self.tcb.shared.workers[i].set_flags(RESCHED);
-            crate::preempt_point();
+            // The runtime's own point: no switch inside a future's poll.
+            crate::runtime::api::preempt_point_at(None);
         }
         r
     }

@@ -89,9 +89,11 @@ mod imp {
         crate::wake::waiter::park_reporting_or_cancel(ready, deadline, on_cancel)
     }
 
+    /// The runtime's own preemption point (after a release that woke
+    /// others): it does not switch inside a future's poll.
     #[inline]
     pub(crate) fn preempt() {
-        crate::preempt_point();
+        crate::runtime::api::preempt_point_at(None);
     }
 
     #[inline]

@@ -119,6 +119,8 @@ pub(crate) struct Tracer {
     external_cap: AtomicUsize,
     /// External events left out because `external` was full.
     external_lost: AtomicU64,
+    /// When the running session started (its events are not older).
+    started_at: AtomicU64,
     /// Names of the tasks seen in this session.
     names: Mutex<Vec<(u64, Box<str>)>>,
     /// The session number (a task records its name once per session).
@@ -155,6 +157,7 @@ impl Tracer {
             external: Mutex::new(Vec::new()),
             external_cap: AtomicUsize::new(0),
             external_lost: AtomicU64::new(0),
+            started_at: AtomicU64::new(0),
             names: Mutex::new(Vec::new()),
             epoch: AtomicU32::new(0),
             session: Mutex::new(None),
@@ -201,7 +204,9 @@ impl Tracer {
         self.external_lost.store(0, Ordering::Relaxed);
         self.names.lock().clear();
         self.epoch.fetch_add(1, Ordering::Relaxed);
-        *session = Some((clock::now(), capacity));
+        let now = clock::now();
+        self.started_at.store(now, Ordering::Relaxed);
+        *session = Some((now, capacity));
         // Publishes the new slots (ring module comment).
         self.on.store(true, Ordering::SeqCst);
         Ok(())
@@ -257,6 +262,15 @@ impl Tracer {
     /// running beside a busy outside waker stays bounded.
     fn record_external(&self, ev: Event) {
         let mut external = self.external.lock();
+        // Checked again under the lock that `stop` takes: the caller's
+        // `is_on` may predate a stop (the event would then stay here,
+        // uncounted, until the next start cleared it) or a stop and a start
+        // (it would join the new session with a time before it). A stop
+        // stores `on` before it takes this lock, so we see it; the Acquire
+        // reads a start's `on` with the `started_at` stored before it.
+        if !self.on.load(Ordering::Acquire) || ev.ts < self.started_at.load(Ordering::Relaxed) {
+            return;
+        }
         if external.len() < self.external_cap.load(Ordering::Relaxed) {
             external.push(ev);
         } else {

@@ -214,87 +214,85 @@ fn phase_pingpong(rt: &Runtime, seed: u64, p: &'static Progress, victims: &Victi
     p.done("pingpong");
 }
 
+/// Members of phase B's round robin.
+const K: u64 = 5;
+
+/// One member of phase B's round robin: takes turn `i` of every `K` until
+/// `total` turns were taken, waiting on the condition variable (sometimes
+/// with a timeout) between its turns; `turns` counts its turns for the
+/// progress report, and a green member yields now and then.
+fn round_robin(
+    state: &(Mutex<u64>, Condvar),
+    per: &[AtomicU64],
+    turns: Option<&AtomicU64>,
+    total: u64,
+    i: u64,
+    green: bool,
+    mut r: Rng,
+) {
+    let (m, cv) = state;
+    loop {
+        let mut g = m.lock();
+        while *g < total && *g % K != i {
+            if r.chance(3) {
+                g = cv.wait_timeout(g, Duration::from_micros(r.below(300))).0;
+            } else {
+                g = cv.wait(g);
+            }
+        }
+        if *g >= total {
+            break;
+        }
+        *g += 1;
+        per[i as usize].fetch_add(1, Relaxed);
+        if let Some(t) = turns {
+            t.fetch_add(1, Relaxed);
+        }
+        if r.chance(2) {
+            cv.notify_all();
+            drop(g);
+        } else {
+            drop(g);
+            cv.notify_all();
+        }
+        if green && r.chance(50) {
+            eevdf_rt::yield_now();
+        }
+    }
+}
+
 /// B: mutex/condvar round-robin hand-offs among green and OS threads, and
 /// a mutex counter.
 fn phase_mutex(rt: &Runtime, seed: u64, p: &'static Progress, victims: &Victims) {
-    const K: u64 = 5;
     let total = scale(1500) / K * K;
     let state = Arc::new((Mutex::new(0u64), Condvar::new()));
     let per = Arc::new((0..K).map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
     let counter = Arc::new(Mutex::new(0u64));
     let mut rng = Rng::new(seed ^ 0xb);
-    let body = |i: u64, green: bool, mut r: Rng| {
-        let (m, cv) = &*state;
-        loop {
-            let mut g = m.lock();
-            while *g < total && *g % K != i {
-                if r.chance(3) {
-                    g = cv.wait_timeout(g, Duration::from_micros(r.below(300))).0;
-                } else {
-                    g = cv.wait(g);
-                }
-            }
-            if *g >= total {
-                break;
-            }
-            *g += 1;
-            per[i as usize].fetch_add(1, Relaxed);
-            p.rr_turns.fetch_add(1, Relaxed);
-            if r.chance(2) {
-                cv.notify_all();
-                drop(g);
-            } else {
-                drop(g);
-                cv.notify_all();
-            }
-            if green && r.chance(50) {
-                eevdf_rt::yield_now();
-            }
-        }
-    };
     std::thread::scope(|s| {
         let mut greens = Vec::new();
         for i in 0..K {
             let seed_i = rng.next();
             if i == 2 {
-                let body = &body;
-                s.spawn(move || body(i, false, Rng::new(seed_i)));
+                let (state, per) = (&state, &per);
+                s.spawn(move || {
+                    round_robin(
+                        state,
+                        per,
+                        Some(&p.rr_turns),
+                        total,
+                        i,
+                        false,
+                        Rng::new(seed_i),
+                    )
+                });
             } else {
                 let (state, per, v) = (state.clone(), per.clone(), victims.clone());
                 let nice = [0, 7, 0, -4, 19][i as usize];
                 let slice = [None, None, None, Some(100), Some(5000)][i as usize];
                 greens.push(green_spawn(rt, nice, slice, move || {
                     register(&v);
-                    let _keep = (&state, &per);
-                    // same body, reconstructed (closures over the scope's
-                    // borrows cannot move into 'static green threads)
-                    let (m, cv) = &*state;
-                    let mut r = Rng::new(seed_i);
-                    loop {
-                        let mut g = m.lock();
-                        while *g < total && *g % K != i {
-                            if r.chance(3) {
-                                g = cv.wait_timeout(g, Duration::from_micros(r.below(300))).0;
-                            } else {
-                                g = cv.wait(g);
-                            }
-                        }
-                        if *g >= total {
-                            break;
-                        }
-                        *g += 1;
-                        per[i as usize].fetch_add(1, Relaxed);
-                        if r.chance(2) {
-                            cv.notify_all();
-                            drop(g);
-                        } else {
-                            drop(g);
-                            cv.notify_all();
-                        }
-                        if r.chance(50) {
-                            eevdf_rt::yield_now();
-                        }
-                    }
+                    round_robin(&state, &per, None, total, i, true, Rng::new(seed_i));
                 }));
             }
         }
@@ -337,7 +335,6 @@ fn phase_mutex(rt: &Runtime, seed: u64, p: &'static Progress, victims: &Victims)
         for c in cs {
             c.join().unwrap();
         }
-        let _ = iters;
     });
     assert_eq!(*state.0.lock(), total, "round-robin turns");
     // turns by green threads were not counted in rr_turns; per[] has all
@@ -645,7 +642,6 @@ fn phase_affinity(rt: &Runtime, seed: u64, p: &'static Progress) {
         .map(|(i, (aff, pol, nice, slice))| {
             let rx = rxs[i].take().unwrap();
             let tx = txs[(i + 1) % n].clone();
-            let aff = aff.clone();
             let aff2 = aff.clone();
             let mut b = eevdf_rt::task::Builder::new()
                 .affinity(aff.clone())
@@ -701,7 +697,6 @@ fn phase_affinity(rt: &Runtime, seed: u64, p: &'static Progress) {
                     check("send");
                 }
                 drop(tx);
-                let _ = aff;
                 got
             })
             .unwrap()

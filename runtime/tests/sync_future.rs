@@ -5,6 +5,7 @@ use futures::channel::{mpsc as fmpsc, oneshot};
 use futures::StreamExt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -230,63 +231,94 @@ fn shared_state_future_woken_via_arc_waker() {
     });
 }
 
+/// Another task on a one-worker runtime, which yields in a loop: it counts
+/// its turns, and the turns it got while `inside` was set (by code that
+/// must not be switched out of). Hand-off is off on that runtime: code that
+/// burns past its threshold would rightly give the worker's queue to a
+/// standby thread, and the watcher would then run there, beside that code,
+/// without any switch out of it.
+struct Watcher {
+    rt: eevdf_rt::Runtime,
+    inside: Arc<AtomicBool>,
+    violations: Arc<AtomicU32>,
+    turns: Arc<AtomicU32>,
+    stop: Arc<AtomicBool>,
+    task: eevdf_rt::JoinHandle<()>,
+}
+
+impl Watcher {
+    fn start() -> Watcher {
+        let rt = eevdf_rt::Builder::new()
+            .workers(1)
+            .handoff(None)
+            .build()
+            .unwrap();
+        let inside = Arc::new(AtomicBool::new(false));
+        let violations = Arc::new(AtomicU32::new(0));
+        let turns = Arc::new(AtomicU32::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let task = {
+            let (inside, violations, turns, stop) = (
+                inside.clone(),
+                violations.clone(),
+                turns.clone(),
+                stop.clone(),
+            );
+            rt.spawn(move || {
+                while !stop.load(SeqCst) {
+                    if inside.load(SeqCst) {
+                        violations.fetch_add(1, SeqCst);
+                    }
+                    turns.fetch_add(1, SeqCst);
+                    eevdf_rt::yield_now();
+                }
+            })
+        };
+        Watcher {
+            rt,
+            inside,
+            violations,
+            turns,
+            stop,
+            task,
+        }
+    }
+
+    /// Runs `f` on the runtime with the flag to set while inside, then
+    /// stops the watcher: its (turns while inside, turns).
+    fn run(self, f: impl FnOnce(&AtomicBool) + Send + 'static) -> (u32, u32) {
+        let (inside, stop) = (self.inside.clone(), self.stop.clone());
+        self.rt.block_on(move || {
+            f(&inside);
+            stop.store(true, SeqCst);
+        });
+        self.task.join().unwrap();
+        (self.violations.load(SeqCst), self.turns.load(SeqCst))
+    }
+}
+
 /// Runs `call` 20 times (with the round's number and what `prepare` made
 /// for it, outside the poll) inside a `block_on_future` poll that first
-/// burns past a tick and the slice, so that a switch is due, on a one-worker runtime with another task that
-/// yields in a loop. Returns how often that task ran while a poll was
-/// under way (a switch out of the poll) and how often it ran at all.
-/// Hand-off is off: a poll that burns past its threshold would rightly give
-/// the worker's queue to a standby thread, and the other task would then run
-/// there, beside the poll, without any switch out of it.
+/// burns past a tick and the slice, so that a switch is due, beside a
+/// [`Watcher`]: how often it ran while a poll was under way (a switch out
+/// of the poll), and how often it ran at all.
 fn runs_inside_polls<S>(
     mut prepare: impl FnMut(u32) -> S + Send + 'static,
-    call: impl FnMut(u32, S) + Send + 'static,
+    mut call: impl FnMut(u32, S) + Send + 'static,
 ) -> (u32, u32) {
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
-    let rt = eevdf_rt::Builder::new()
-        .workers(1)
-        .handoff(None)
-        .build()
-        .unwrap();
-    let inside = Arc::new(AtomicBool::new(false));
-    let violations = Arc::new(AtomicU32::new(0));
-    let turns = Arc::new(AtomicU32::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let other = {
-        let (inside, violations, turns, stop) = (
-            inside.clone(),
-            violations.clone(),
-            turns.clone(),
-            stop.clone(),
-        );
-        rt.spawn(move || {
-            while !stop.load(SeqCst) {
-                if inside.load(SeqCst) {
-                    violations.fetch_add(1, SeqCst);
-                }
-                turns.fetch_add(1, SeqCst);
-                eevdf_rt::yield_now();
-            }
-        })
-    };
-    let (i2, s2) = (inside.clone(), stop.clone());
-    rt.block_on(move || {
-        let mut call = call;
+    Watcher::start().run(move |inside| {
         for round in 0..20 {
             let mut made = Some(prepare(round));
             eevdf_rt::block_on_future(std::future::poll_fn(|_cx| {
-                i2.store(true, SeqCst);
+                inside.store(true, SeqCst);
                 common::burn(Duration::from_millis(3));
                 call(round, made.take().unwrap());
-                i2.store(false, SeqCst);
+                inside.store(false, SeqCst);
                 Poll::Ready(())
             }));
             eevdf_rt::yield_now();
         }
-        s2.store(true, SeqCst);
-    });
-    other.join().unwrap();
-    (violations.load(SeqCst), turns.load(SeqCst))
+    })
 }
 
 /// Inside a `block_on_future` poll the runtime's own preemption points — a
@@ -353,50 +385,18 @@ fn set_nice_or_set_slice_inside_a_poll_does_not_switch_out_of_it() {
 /// computes.
 #[test]
 fn preempt_point_async_yields_between_polls() {
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
     within(Duration::from_secs(60), || {
-        let rt = eevdf_rt::Builder::new()
-            .workers(1)
-            .handoff(None)
-            .build()
-            .unwrap();
-        let inside = Arc::new(AtomicBool::new(false));
-        let (violations, turns) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
-        let stop = Arc::new(AtomicBool::new(false));
-        let other = {
-            let (inside, violations, turns, stop) = (
-                inside.clone(),
-                violations.clone(),
-                turns.clone(),
-                stop.clone(),
-            );
-            rt.spawn(move || {
-                while !stop.load(SeqCst) {
-                    if inside.load(SeqCst) {
-                        violations.fetch_add(1, SeqCst);
-                    }
-                    turns.fetch_add(1, SeqCst);
-                    eevdf_rt::yield_now();
-                }
-            })
-        };
-        let (i2, s2) = (inside.clone(), stop.clone());
-        rt.block_on(move || {
+        let (violations, turns) = Watcher::start().run(|inside| {
             eevdf_rt::block_on_future(async move {
                 for _ in 0..20 {
-                    i2.store(true, SeqCst);
+                    inside.store(true, SeqCst);
                     common::burn(Duration::from_millis(3));
-                    i2.store(false, SeqCst);
+                    inside.store(false, SeqCst);
                     eevdf_rt::preempt_point_async().await;
                 }
             });
-            s2.store(true, SeqCst);
         });
-        other.join().unwrap();
-        assert_eq!(violations.load(SeqCst), 0, "another task ran inside a poll");
-        assert!(
-            turns.load(SeqCst) > 1,
-            "the future never let the other task run"
-        );
+        assert_eq!(violations, 0, "another task ran inside a poll");
+        assert!(turns > 1, "the future never let the other task run");
     });
 }

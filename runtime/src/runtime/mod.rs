@@ -57,7 +57,7 @@ struct Threads {
 pub struct Runtime {
     shared: Arc<Shared>,
     stop: Mutex<Stop>,
-    /// Signalled when a shutdown has finished (`Stop::done`).
+    /// Signalled when a shutdown has finished (`Stop::finisher` cleared).
     stopped: parking_lot::Condvar,
 }
 
@@ -65,11 +65,10 @@ pub struct Runtime {
 struct Stop {
     /// The worker threads, until a shutdown takes them.
     threads: Option<Threads>,
-    /// The thread that runs the shutdown, while it does: a destructor it
-    /// runs may call `shutdown` again, which must not wait for itself.
+    /// The thread that runs the shutdown, while it does (so `threads`
+    /// gone and no finisher: finished). A destructor it runs may call
+    /// `shutdown` again, which must not wait for itself.
     finisher: Option<std::thread::ThreadId>,
-    /// The shutdown has finished.
-    done: bool,
 }
 
 impl Runtime {
@@ -79,7 +78,6 @@ impl Runtime {
             stop: Mutex::new(Stop {
                 threads: Some(Threads { workers }),
                 finisher: None,
-                done: false,
             }),
             stopped: parking_lot::Condvar::new(),
         }
@@ -400,7 +398,7 @@ impl Runtime {
                     // it will (unless it is this very thread, in a
                     // destructor that shutdown runs).
                     if st.finisher != Some(me) {
-                        while !st.done {
+                        while st.finisher.is_some() {
                             self.stopped.wait(&mut st);
                         }
                     }
@@ -419,10 +417,7 @@ struct OnFinish<'a>(&'a Runtime);
 
 impl Drop for OnFinish<'_> {
     fn drop(&mut self) {
-        let mut st = self.0.stop.lock();
-        st.done = true;
-        st.finisher = None;
-        drop(st);
+        self.0.stop.lock().finisher = None;
         self.0.stopped.notify_all();
     }
 }
